@@ -1,0 +1,205 @@
+// lockstep generate: the next-byte distribution, all logits, or text.
+#include <cinttypes>
+#include <cstdio>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/model_args.h"
+#include "lockstep/error.h"
+
+extern "C" {
+#include "ls_ops64.h"
+}
+
+namespace lockstep::cli {
+namespace {
+
+struct GenerateArgs {
+  ModelArgs model;
+  std::string text;
+  std::string tokens;
+  int generate = 0;
+  int top = 10;
+  bool logits = false;
+  bool json = false;
+  double bound = 10.0;
+  SamplerOptions sampler;
+};
+
+std::vector<int32_t> parse_tokens(const std::string& list) {
+  std::vector<int32_t> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < INT32_MIN || v > INT32_MAX) {
+      throw Error("--tokens: '" + item +
+                  "' is not an integer (expected a comma-separated list such "
+                  "as 84,111,32,98)");
+    }
+    out.push_back(int32_t(v));
+  }
+  return out;
+}
+
+// A byte as it would appear in a C string literal.
+std::string show_byte(int b) {
+  char buf[8];
+  if (b == '\n') return "\\n";
+  if (b == '\t') return "\\t";
+  if (b == '\'') return "\\'";
+  if (b == '\\') return "\\\\";
+  if (b >= 32 && b < 127) return std::string(1, char(b));
+  std::snprintf(buf, sizeof buf, "\\x%02x", b);
+  return buf;
+}
+
+std::string show_bytes(const std::vector<int32_t>& t) {
+  std::string s;
+  for (int32_t b : t) s += show_byte(b);
+  return s;
+}
+
+std::string hex(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+int run(const GenerateArgs& a) {
+  if (a.generate < 0) throw Error("--generate must be >= 0");
+  const TinyModel m = a.model.load();
+  std::vector<int32_t> prompt =
+      a.tokens.empty() ? std::vector<int32_t>(a.text.begin(), a.text.end())
+                       : parse_tokens(a.tokens);
+  for (auto& t : prompt) {
+    if (a.tokens.empty()) t = int32_t(uint8_t(t));  // bytes, not chars
+  }
+  if (prompt.empty()) {
+    throw Error("the prompt is empty: give --text or --tokens with at least "
+                "one byte");
+  }
+
+  if (a.generate > 0) {
+    std::string out_text;
+    if (!a.json) std::fwrite(a.text.data(), 1, a.text.size(), stdout);
+    const auto gen = tiny_generate(m, prompt, a.generate, a.bound, a.sampler,
+                                   [&](int32_t b) {
+                                     out_text.push_back(char(b));
+                                     if (!a.json) {
+                                       std::fputc(b, stdout);
+                                       std::fflush(stdout);
+                                     }
+                                   });
+    if (a.json) {
+      nlohmann::json j = {{"model", a.model.label()},
+                          {"payload_sha256", m.payload_sha256},
+                          {"prompt_tokens", prompt},
+                          {"tokens", gen},
+                          {"completion_escaped", show_bytes(gen)}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::fputc('\n', stdout);
+    }
+    return 0;
+  }
+
+  // One forward pass over the last n_ctx bytes.
+  std::vector<int32_t> window = prompt;
+  if (window.size() > size_t(m.n_ctx)) {
+    window.erase(window.begin(), window.end() - m.n_ctx);
+    std::fprintf(stderr, "note: %s sees only the last %d bytes\n",
+                 a.model.label().c_str(), m.n_ctx);
+  }
+  const TinyLogits logits = tiny_logits(m, window, a.bound);
+  if (a.json) {
+    nlohmann::json hexes = nlohmann::json::array();
+    nlohmann::json values = nlohmann::json::array();
+    for (double v : logits) {
+      hexes.push_back(hex(v));
+      values.push_back(v);
+    }
+    nlohmann::json j = {{"model", a.model.label()},
+                        {"payload_sha256", m.payload_sha256},
+                        {"tokens", window},
+                        {"bound", a.bound},
+                        {"logits_hex", hexes},
+                        {"logits", values}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  if (a.logits) {
+    for (int i = 0; i < 256; ++i) {
+      std::printf("%3d %s\n", i, hex(logits[size_t(i)]).c_str());
+    }
+    return 0;
+  }
+  double probs[256];
+  ls_softmax64(logits.data(), 256, probs);
+  int order[256];
+  for (int i = 0; i < 256; ++i) order[i] = i;
+  std::stable_sort(order, order + 256,
+                   [&](int x, int y) { return probs[x] > probs[y]; });
+  std::printf("next byte after '%s' (%s, last %zu bytes)\n",
+              show_bytes(window).c_str(), a.model.label().c_str(),
+              window.size());
+  std::printf("rank  byte   prob      logit\n");
+  for (int r = 0; r < std::min(a.top, 256); ++r) {
+    const int b = order[r];
+    std::printf("%4d  %-5s  %.5f   %s\n", r + 1,
+                ("'" + show_byte(b) + "'").c_str(), probs[b],
+                hex(logits[size_t(b)]).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_generate(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  a->model.add(app);
+  auto* text = app.add_option("--text,-t", a->text, "prompt text (bytes)");
+  auto* toks = app.add_option("--tokens", a->tokens,
+                              "prompt as comma-separated byte values, "
+                              "e.g. 84,111,32,98");
+  text->excludes(toks);
+  app.add_option("--generate,-n", a->generate,
+                 "bytes to generate (0: print the next-byte distribution)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--top", a->top, "rows of the distribution to print")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_flag("--logits", a->logits,
+               "print all 256 logits as exact hex floats");
+  app.add_flag("--json", a->json, "print one JSON object");
+  app.add_option("--bound,-B", a->bound,
+                 "clip every weight to [-B, B], B in [0, 10]")
+      ->capture_default_str();
+  app.add_option("--top-k,-k", a->sampler.top_k,
+                 "sample from the k most likely bytes (0: greedy)")
+      ->check(CLI::Range(0, 256));
+  app.add_option("--seed,-s", a->sampler.seed,
+                 "sampler seed (SplitMix64, docs/arithmetic.md §5)");
+  app.add_option("--temperature,-T", a->sampler.temperature,
+                 "divide logits by T before top-k sampling (T > 0)");
+  app.footer(
+      "Examples:\n"
+      "  lockstep generate --model tiny4 --text 'To b'\n"
+      "  lockstep generate --model tiny128 --text 'ROMEO:' --generate 160\n"
+      "  lockstep generate --model tiny64 --text 'KING' --logits --json");
+  return [a]() {
+    if (a->sampler.top_k == 0 && a->sampler.temperature != 1.0) {
+      // Temperature without top-k samples from the whole distribution.
+      a->sampler.top_k = 256;
+    }
+    return run(*a);
+  };
+}
+
+}  // namespace lockstep::cli

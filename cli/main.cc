@@ -1,0 +1,43 @@
+// lockstep: the command-line client of the library. Thin by design: every
+// computation lives in the library and the core.
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "lockstep/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "lockstep: GPT-2 inference with the same bits on every backend.\n"
+      "Every floating-point operation follows docs/arithmetic.md."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "lockstep 0.1.0");
+  std::map<CLI::App*, lockstep::cli::Action> actions;
+  const auto add = [&](const char* name, const char* help, auto adder) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    actions[sub] = adder(*sub);
+  };
+  add("generate", "next-byte distribution, logits, or generated text",
+      lockstep::cli::add_generate);
+  add("info", "a model's config, parameter count and digests",
+      lockstep::cli::add_info);
+  add("train", "train a tiny model deterministically on Tiny Shakespeare",
+      lockstep::cli::add_train);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, action] : actions) {
+      if (sub->parsed()) return action();
+    }
+  } catch (const lockstep::Error& e) {
+    std::fprintf(stderr, "lockstep: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lockstep: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,129 @@
+/* Implements docs/arithmetic.md §3 (exp, tanh, GELU). See ls_arith.h. */
+#include "ls_arith.h"
+
+/* Bit casts through a union: defined behaviour in C, and free of memcpy so
+ * that a freestanding build needs no libc. */
+typedef union {
+  double d;
+  uint64_t u;
+} ls_bits64;
+typedef union {
+  float f;
+  uint32_t u;
+} ls_bits32;
+
+static double ls_inf64(void) {
+  ls_bits64 b;
+  b.u = (uint64_t)0x7ff0000000000000ULL;
+  return b.d;
+}
+
+static float ls_inf32(void) {
+  ls_bits32 b;
+  b.u = 0x7f800000u;
+  return b.f;
+}
+
+double ls_pow2_64(int n) {
+  ls_bits64 b;
+  b.u = (uint64_t)(n + 1023) << 52;
+  return b.d;
+}
+
+float ls_pow2_32(int n) {
+  ls_bits32 b;
+  b.u = (uint32_t)(n + 127) << 23;
+  return b.f;
+}
+
+/* §3.1 constants (binary64). LN2_HI has 32 trailing zero bits, so n*LN2_HI
+ * is exact for |n| <= 1100; LN2_LO carries the rest of ln 2 (fdlibm's
+ * Cody-Waite pair). The polynomial is Taylor's, 1/k! rounded to nearest. */
+#define LS_E64_OVERFLOW 0x1.62e42fefa39efp+9    /* above: +inf */
+#define LS_E64_UNDERFLOW -0x1.74910d52d3052p+9  /* below: +0 */
+#define LS_E64_INV_LN2 0x1.71547652b82fep+0
+#define LS_E64_LN2_HI 0x1.62e42fee00000p-1
+#define LS_E64_LN2_LO 0x1.a39ef35793c76p-33
+#define LS_E64_ROUNDER 0x1.8p52 /* adding and subtracting rounds to integer */
+
+static const double ls_exp64_poly[14] = {
+    0x1.0000000000000p+0,  0x1.0000000000000p+0,  0x1.0000000000000p-1,
+    0x1.5555555555555p-3,  0x1.5555555555555p-5,  0x1.1111111111111p-7,
+    0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-13, 0x1.a01a01a01a01ap-16,
+    0x1.71de3a556c734p-19, 0x1.27e4fb7789f5cp-22, 0x1.ae64567f544e4p-26,
+    0x1.1eed8eff8d898p-29, 0x1.6124613a86d09p-33};
+
+double ls_exp64(double x) {
+  if (x > LS_E64_OVERFLOW) return ls_inf64();
+  if (x < LS_E64_UNDERFLOW) return 0.0;
+  /* n = round-half-even(x / ln 2), by the add-and-subtract trick. */
+  double t = x * LS_E64_INV_LN2;
+  double nf = (t + LS_E64_ROUNDER) - LS_E64_ROUNDER;
+  double r = (x - nf * LS_E64_LN2_HI) - nf * LS_E64_LN2_LO;
+  /* Horner from the highest coefficient. */
+  double p = ls_exp64_poly[13];
+  for (int k = 12; k >= 0; --k) p = p * r + ls_exp64_poly[k];
+  int n = (int)nf;
+  /* Scale by 2^n with exactly one rounding: the first product is exact. */
+  if (n > 1023) return (p * ls_pow2_64(n - 1)) * 2.0;
+  if (n < -1022) return (p * ls_pow2_64(n + 54)) * 0x1p-54;
+  return p * ls_pow2_64(n);
+}
+
+double ls_tanh64(double x) {
+  double a = x < 0.0 ? -x : x;
+  double e = ls_exp64(a + a);
+  double t = 1.0 - 2.0 / (e + 1.0);
+  return x < 0.0 ? -t : t;
+}
+
+#define LS_GELU64_C 0x1.9884533d43651p-1 /* sqrt(2/pi) */
+#define LS_GELU64_A 0x1.6e4e26d4801f7p-5 /* 0.044715 */
+
+double ls_gelu64(double x) {
+  double x3 = (x * x) * x;
+  double u = LS_GELU64_C * (x + LS_GELU64_A * x3);
+  return (0.5 * x) * (1.0 + ls_tanh64(u));
+}
+
+/* §3.1 constants (binary32): fdlibm expf's Cody-Waite pair, Taylor to r^7. */
+#define LS_E32_OVERFLOW 0x1.62e42ep+6f
+#define LS_E32_UNDERFLOW -0x1.9fe368p+6f
+#define LS_E32_INV_LN2 0x1.715476p+0f
+#define LS_E32_LN2_HI 0x1.62e400p-1f
+#define LS_E32_LN2_LO 0x1.7f7d1cp-20f
+#define LS_E32_ROUNDER 0x1.8p23f
+
+static const float ls_exp32_poly[8] = {
+    0x1.000000p+0f,  0x1.000000p+0f,  0x1.000000p-1f,  0x1.555556p-3f,
+    0x1.555556p-5f,  0x1.111112p-7f,  0x1.6c16c2p-10f, 0x1.a01a02p-13f};
+
+float ls_exp32(float x) {
+  if (x > LS_E32_OVERFLOW) return ls_inf32();
+  if (x < LS_E32_UNDERFLOW) return 0.0f;
+  float t = x * LS_E32_INV_LN2;
+  float nf = (t + LS_E32_ROUNDER) - LS_E32_ROUNDER;
+  float r = (x - nf * LS_E32_LN2_HI) - nf * LS_E32_LN2_LO;
+  float p = ls_exp32_poly[7];
+  for (int k = 6; k >= 0; --k) p = p * r + ls_exp32_poly[k];
+  int n = (int)nf;
+  if (n > 127) return (p * ls_pow2_32(n - 1)) * 2.0f;
+  if (n < -126) return (p * ls_pow2_32(n + 25)) * 0x1p-25f;
+  return p * ls_pow2_32(n);
+}
+
+float ls_tanh32(float x) {
+  float a = x < 0.0f ? -x : x;
+  float e = ls_exp32(a + a);
+  float t = 1.0f - 2.0f / (e + 1.0f);
+  return x < 0.0f ? -t : t;
+}
+
+#define LS_GELU32_C 0x1.988454p-1f /* sqrt(2/pi) */
+#define LS_GELU32_A 0x1.6e4e26p-5f /* 0.044715 */
+
+float ls_gelu32(float x) {
+  float x3 = (x * x) * x;
+  float u = LS_GELU32_C * (x + LS_GELU32_A * x3);
+  return (0.5f * x) * (1.0f + ls_tanh32(u));
+}

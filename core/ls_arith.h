@@ -1,0 +1,44 @@
+/* lockstep core arithmetic: exp, tanh and GELU built from + - * / and exact
+ * power-of-two scaling, in binary64 and binary32.
+ *
+ * Every function here implements a numbered section of docs/arithmetic.md and
+ * must not be "improved": replacing ls_exp64 with libm's exp, letting the
+ * compiler contract a*b+c into an FMA, or reassociating a sum changes the
+ * bits that every backend is required to reproduce.
+ *
+ * Plain C99, no libc beyond <stdint.h>/<stddef.h>, no allocation: the same
+ * source compiles natively, to freestanding wasm32, and under Frama-C. */
+#ifndef LOCKSTEP_CORE_LS_ARITH_H_
+#define LOCKSTEP_CORE_LS_ARITH_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Spec §3.1: e^x in binary64. Finite x required; returns +inf above the
+ * overflow threshold and +0 below the underflow threshold. */
+double ls_exp64(double x);
+/* Spec §3.2: tanh in binary64 from ls_exp64. */
+double ls_tanh64(double x);
+/* Spec §3.3: the tanh GELU of GPT-2 in binary64. */
+double ls_gelu64(double x);
+
+/* Spec §3.1 for binary32: e^x evaluated entirely in binary32. */
+float ls_exp32(float x);
+/* Spec §3.2 for binary32. */
+float ls_tanh32(float x);
+/* Spec §3.3 for binary32. */
+float ls_gelu32(float x);
+
+/* 2^n as a binary64 built from its exponent bits; n in [-1022, 1023]. */
+double ls_pow2_64(int n);
+/* 2^n as a binary32 built from its exponent bits; n in [-126, 127]. */
+float ls_pow2_32(int n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCKSTEP_CORE_LS_ARITH_H_ */
