@@ -4,29 +4,17 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/model_args.h"
+#include "cli/generate_args.h"
 #include "lockstep/error.h"
+#include "lockstep/tiny.h"
 
 extern "C" {
 #include "ls_ops64.h"
 }
 
 namespace lockstep::cli {
-namespace {
 
-struct GenerateArgs {
-  ModelArgs model;
-  std::string text;
-  std::string tokens;
-  int generate = 0;
-  int top = 10;
-  bool logits = false;
-  bool json = false;
-  double bound = 10.0;
-  SamplerOptions sampler;
-};
-
-std::vector<int32_t> parse_tokens(const std::string& list) {
+std::vector<int32_t> parse_token_list(const std::string& list) {
   std::vector<int32_t> out;
   std::stringstream ss(list);
   std::string item;
@@ -48,6 +36,8 @@ std::vector<int32_t> parse_tokens(const std::string& list) {
   return out;
 }
 
+namespace {
+
 // A byte as it would appear in a C string literal.
 std::string show_byte(int b) {
   char buf[8];
@@ -66,24 +56,34 @@ std::string show_bytes(const std::vector<int32_t>& t) {
   return s;
 }
 
-std::string hex(double v) {
+}  // namespace
+
+std::string escape_bytes(const std::string& bytes) {
+  std::string s;
+  for (char c : bytes) s += show_byte(uint8_t(c));
+  return s;
+}
+
+std::string hex_float(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%a", v);
   return buf;
 }
 
-int run(const GenerateArgs& a) {
-  if (a.generate < 0) throw Error("--generate must be >= 0");
-  const TinyModel m = a.model.load();
+int run_tiny_generate(const GenerateArgs& args) {
+  GenerateArgs a = args;
+  if (a.sampler.top_k == kWholeVocabulary) a.sampler.top_k = 256;
+  const TinyModel m = load_tiny(a.model.path());
   std::vector<int32_t> prompt =
       a.tokens.empty() ? std::vector<int32_t>(a.text.begin(), a.text.end())
-                       : parse_tokens(a.tokens);
+                       : parse_token_list(a.tokens);
   for (auto& t : prompt) {
     if (a.tokens.empty()) t = int32_t(uint8_t(t));  // bytes, not chars
   }
   if (prompt.empty()) {
-    throw Error("the prompt is empty: give --text or --tokens with at least "
-                "one byte");
+    throw Error(
+        "the prompt is empty: give --text or --tokens with at least "
+        "one byte");
   }
 
   if (a.generate > 0) {
@@ -122,21 +122,19 @@ int run(const GenerateArgs& a) {
     nlohmann::json hexes = nlohmann::json::array();
     nlohmann::json values = nlohmann::json::array();
     for (double v : logits) {
-      hexes.push_back(hex(v));
+      hexes.push_back(hex_float(v));
       values.push_back(v);
     }
-    nlohmann::json j = {{"model", a.model.label()},
-                        {"payload_sha256", m.payload_sha256},
-                        {"tokens", window},
-                        {"bound", a.bound},
-                        {"logits_hex", hexes},
-                        {"logits", values}};
+    nlohmann::json j = {
+        {"model", a.model.label()}, {"payload_sha256", m.payload_sha256},
+        {"tokens", window},         {"bound", a.bound},
+        {"logits_hex", hexes},      {"logits", values}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
   if (a.logits) {
     for (int i = 0; i < 256; ++i) {
-      std::printf("%3d %s\n", i, hex(logits[size_t(i)]).c_str());
+      std::printf("%3d %s\n", i, hex_float(logits[size_t(i)]).c_str());
     }
     return 0;
   }
@@ -154,12 +152,10 @@ int run(const GenerateArgs& a) {
     const int b = order[r];
     std::printf("%4d  %-5s  %.5f   %s\n", r + 1,
                 ("'" + show_byte(b) + "'").c_str(), probs[b],
-                hex(logits[size_t(b)]).c_str());
+                hex_float(logits[size_t(b)]).c_str());
   }
   return 0;
 }
-
-}  // namespace
 
 Action add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
@@ -178,12 +174,17 @@ Action add_generate(CLI::App& app) {
   app.add_flag("--logits", a->logits,
                "print all 256 logits as exact hex floats");
   app.add_flag("--json", a->json, "print one JSON object");
+  app.add_flag("--full", a->full,
+               "GPT-2: recompute the whole prefix for every token instead "
+               "of the KV cache (same tokens, slower)");
+  app.add_flag("--special", a->special,
+               "GPT-2: '<|endoftext|>' in --text is token 50256");
   app.add_option("--bound,-B", a->bound,
                  "clip every weight to [-B, B], B in [0, 10]")
       ->capture_default_str();
   app.add_option("--top-k,-k", a->sampler.top_k,
                  "sample from the k most likely bytes (0: greedy)")
-      ->check(CLI::Range(0, 256));
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--seed,-s", a->sampler.seed,
                  "sampler seed (SplitMix64, docs/arithmetic.md §5)");
   app.add_option("--temperature,-T", a->sampler.temperature,
@@ -192,13 +193,16 @@ Action add_generate(CLI::App& app) {
       "Examples:\n"
       "  lockstep generate --model tiny4 --text 'To b'\n"
       "  lockstep generate --model tiny128 --text 'ROMEO:' --generate 160\n"
-      "  lockstep generate --model tiny64 --text 'KING' --logits --json");
+      "  lockstep generate --model tiny64 --text 'KING' --logits --json\n"
+      "  lockstep generate --model gpt2.lockstep --text 'Once upon a time' "
+      "--generate 32");
   return [a]() {
     if (a->sampler.top_k == 0 && a->sampler.temperature != 1.0) {
       // Temperature without top-k samples from the whole distribution.
-      a->sampler.top_k = 256;
+      a->sampler.top_k = kWholeVocabulary;
     }
-    return run(*a);
+    return a->model.kind() == ModelKind::kGpt2 ? run_gpt2_generate(*a)
+                                               : run_tiny_generate(*a);
   };
 }
 

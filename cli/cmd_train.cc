@@ -90,7 +90,8 @@ Action add_train(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--steps", a->steps, "optimiser steps (default per context)")
       ->check(CLI::Range(0, 10000000));
-  app.add_option("--batch", a->batch, "sequences per step (default per context)")
+  app.add_option("--batch", a->batch,
+                 "sequences per step (default per context)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--lr", a->lr, "peak learning rate (default per context)")
       ->check(CLI::Range(1e-9, 10.0));

@@ -14,6 +14,9 @@ using Action = std::function<int()>;
 Action add_generate(CLI::App& app);
 Action add_info(CLI::App& app);
 Action add_train(CLI::App& app);
+Action add_logits(CLI::App& app);
+Action add_tokenize(CLI::App& app);
+Action add_convert(CLI::App& app);
 
 }  // namespace lockstep::cli
 

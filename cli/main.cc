@@ -21,6 +21,12 @@ int main(int argc, char** argv) {
       lockstep::cli::add_generate);
   add("info", "a model's config, parameter count and digests",
       lockstep::cli::add_info);
+  add("logits", "GPT-2 logits as binary32 rows, for tools and tests",
+      lockstep::cli::add_logits);
+  add("tokenize", "GPT-2 BPE: text to ids, or ids to text (--decode)",
+      lockstep::cli::add_tokenize);
+  add("convert", "a Hugging Face GPT-2 folder to a packed checkpoint",
+      lockstep::cli::add_convert);
   add("train", "train a tiny model deterministically on Tiny Shakespeare",
       lockstep::cli::add_train);
   try {

@@ -1,22 +1,52 @@
 #include "cli/model_args.h"
 
+#include <filesystem>
+
+#include "formats/checkpoint.h"
+#include "lockstep/error.h"
 #include "lockstep/paths.h"
 
 namespace lockstep::cli {
+namespace {
+
+bool is_tiny_name(const std::string& s) {
+  return s == "tiny4" || s == "tiny64" || s == "tiny128";
+}
+
+}  // namespace
 
 void ModelArgs::add(CLI::App& app) {
-  auto* m = app.add_option("--model,-m", model,
-                           "shipped model: tiny4, tiny64 or tiny128")
-                ->check(CLI::IsMember({"tiny4", "tiny64", "tiny128"}))
-                ->capture_default_str();
-  auto* w = app.add_option("--weights,-w", weights,
-                           "a checkpoint file instead of a shipped model")
+  auto* m =
+      app.add_option("--model,-m", model,
+                     "tiny4, tiny64, tiny128, a .lockstep checkpoint, or a "
+                     "Hugging Face GPT-2 folder (config.json + "
+                     "model.safetensors)")
+          ->capture_default_str();
+  auto* w = app.add_option("--weights,-w", weights, "a checkpoint file")
                 ->check(CLI::ExistingFile);
   m->excludes(w);
 }
 
 std::string ModelArgs::path() const {
-  return weights.empty() ? builtin_model_path(model) : weights;
+  if (!weights.empty()) return weights;
+  if (is_tiny_name(model)) return builtin_model_path(model);
+  if (!std::filesystem::exists(model)) {
+    throw Error("--model '" + model +
+                "' is neither a shipped model (tiny4, tiny64, tiny128) nor "
+                "an existing file or folder");
+  }
+  return model;
+}
+
+ModelKind ModelArgs::kind() const {
+  const std::string p = path();
+  if (std::filesystem::is_directory(p) || p.ends_with(".safetensors")) {
+    return ModelKind::kGpt2;
+  }
+  const std::string k = checkpoint_model_kind(p);
+  if (k == "tiny") return ModelKind::kTiny;
+  if (k == "gpt2") return ModelKind::kGpt2;
+  throw Error("checkpoint '" + p + "' holds an unknown model kind '" + k + "'");
 }
 
 }  // namespace lockstep::cli

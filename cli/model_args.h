@@ -5,19 +5,22 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "lockstep/tiny.h"
-
 namespace lockstep::cli {
+
+enum class ModelKind { kTiny, kGpt2 };
 
 struct ModelArgs {
   std::string model = "tiny128";
   std::string weights;
+  // Registers --model (a shipped tiny model's name, a checkpoint file, or a
+  // Hugging Face GPT-2 folder) and --weights (a checkpoint file).
   void add(CLI::App& app);
-  // The checkpoint path these options name.
+  // The path these options name.
   std::string path() const;
-  // A short label for output: the model name or the weights path.
+  // Tiny or GPT-2, from the name, the folder, or the checkpoint's header.
+  ModelKind kind() const;
+  // A short label for output: the model name or the path.
   std::string label() const { return weights.empty() ? model : weights; }
-  TinyModel load() const { return load_tiny(path()); }
 };
 
 }  // namespace lockstep::cli

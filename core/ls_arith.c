@@ -39,8 +39,8 @@ float ls_pow2_32(int n) {
 /* §3.1 constants (binary64). LN2_HI has 32 trailing zero bits, so n*LN2_HI
  * is exact for |n| <= 1100; LN2_LO carries the rest of ln 2 (fdlibm's
  * Cody-Waite pair). The polynomial is Taylor's, 1/k! rounded to nearest. */
-#define LS_E64_OVERFLOW 0x1.62e42fefa39efp+9    /* above: +inf */
-#define LS_E64_UNDERFLOW -0x1.74910d52d3052p+9  /* below: +0 */
+#define LS_E64_OVERFLOW 0x1.62e42fefa39efp+9   /* above: +inf */
+#define LS_E64_UNDERFLOW -0x1.74910d52d3052p+9 /* below: +0 */
 #define LS_E64_INV_LN2 0x1.71547652b82fep+0
 #define LS_E64_LN2_HI 0x1.62e42fee00000p-1
 #define LS_E64_LN2_LO 0x1.a39ef35793c76p-33
@@ -95,8 +95,8 @@ double ls_gelu64(double x) {
 #define LS_E32_ROUNDER 0x1.8p23f
 
 static const float ls_exp32_poly[8] = {
-    0x1.000000p+0f,  0x1.000000p+0f,  0x1.000000p-1f,  0x1.555556p-3f,
-    0x1.555556p-5f,  0x1.111112p-7f,  0x1.6c16c2p-10f, 0x1.a01a02p-13f};
+    0x1.000000p+0f, 0x1.000000p+0f, 0x1.000000p-1f,  0x1.555556p-3f,
+    0x1.555556p-5f, 0x1.111112p-7f, 0x1.6c16c2p-10f, 0x1.a01a02p-13f};
 
 float ls_exp32(float x) {
   if (x > LS_E32_OVERFLOW) return ls_inf32();

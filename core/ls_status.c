@@ -24,6 +24,14 @@ const char* ls_status_message(ls_status s) {
       return "a required pointer is NULL";
     case LS_ERR_OUTPUT_NONFINITE:
       return "the computation produced a non-finite value";
+    case LS_ERR_CONFIG:
+      return "the model config is invalid (sizes must be positive and n_embd "
+             "a multiple of n_head)";
+    case LS_ERR_POSITION:
+      return "the position is outside [0, n_ctx)";
+    case LS_ERR_CACHE_LENGTH:
+      return "the cache length does not equal position x n_layer x 2 x "
+             "n_embd floats (or exceeds the buffer)";
   }
   return "unknown status";
 }

@@ -54,12 +54,12 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
                      double* scratch, double* logits) {
   const ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
   enum { E = LS_TINY_EMBD, HD = LS_TINY_HEAD_DIM };
-  double* rows = scratch;                        /* [n][16]: x | q k v */
+  double* rows = scratch;                         /* [n][16]: x | q k v */
   double* score = rows + (size_t)n * LS_TINY_ROW; /* [n] */
-  double* h = score + n;                         /* [4] normalised input */
-  double* a = h + E;                             /* [4] attention output */
-  double* y = a + E;                             /* [4] projection */
-  double* f = y + E;                             /* [8] feed-forward hidden */
+  double* h = score + n;                          /* [4] normalised input */
+  double* a = h + E;                              /* [4] attention output */
+  double* y = a + E;                              /* [4] projection */
+  double* f = y + E;                              /* [8] feed-forward hidden */
 
   /* §4.1-4.2: every position's embedding and q, k, v. */
   for (int t = 0; t < n; ++t) {
@@ -78,12 +78,12 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
   for (int head = 0; head < LS_TINY_HEADS; ++head) {
     for (int j = 0; j <= t; ++j) {
       const double* k = rows + (size_t)j * LS_TINY_ROW + 2 * E;
-      score[j] = ls_dot64(q + head * HD, k + head * HD, HD, 1) /
-                 LS_TINY_SQRT_HEAD_DIM;
+      score[j] =
+          ls_dot64(q + head * HD, k + head * HD, HD, 1) / LS_TINY_SQRT_HEAD_DIM;
     }
     ls_softmax64(score, t + 1, score);
-    ls_weighted_sum64(score, rows + 3 * E + head * HD, t + 1, LS_TINY_ROW,
-                      HD, a + head * HD);
+    ls_weighted_sum64(score, rows + 3 * E + head * HD, t + 1, LS_TINY_ROW, HD,
+                      a + head * HD);
   }
   ls_matvec64(a, w + L.proj_w, w + L.proj_b, E, E, y);
   for (int i = 0; i < E; ++i) x[i] = x[i] + y[i];
@@ -105,9 +105,8 @@ static int ls_finite64(double v) { return v - v == 0.0; }
 
 ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
                                  size_t n_weights, const int32_t* tokens,
-                                 size_t n_tokens, double bound,
-                                 double* scratch, size_t n_scratch,
-                                 double* logits) {
+                                 size_t n_tokens, double bound, double* scratch,
+                                 size_t n_scratch, double* logits) {
   const ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
   if (L.total == 0) return LS_ERR_CONTEXT;
   if (!weights || !logits || !scratch || (n_tokens && !tokens))

@@ -65,9 +65,8 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
  * the status says why. */
 ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
                                  size_t n_weights, const int32_t* tokens,
-                                 size_t n_tokens, double bound,
-                                 double* scratch, size_t n_scratch,
-                                 double* logits);
+                                 size_t n_tokens, double bound, double* scratch,
+                                 size_t n_scratch, double* logits);
 
 #ifdef __cplusplus
 }

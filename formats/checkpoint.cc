@@ -47,8 +47,9 @@ std::vector<TensorInfo> parse_tensors(const std::string& path,
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string() ||
         !t.contains("shape") || !t["shape"].is_array() ||
         !t.contains("offset") || !t["offset"].is_number_unsigned()) {
-      fail(path, "a tensor entry lacks a string 'name', an array 'shape' or "
-                 "an unsigned 'offset'");
+      fail(path,
+           "a tensor entry lacks a string 'name', an array 'shape' or "
+           "an unsigned 'offset'");
     }
     TensorInfo info;
     info.name = t["name"].get<std::string>();
@@ -83,8 +84,9 @@ Checkpoint read_checkpoint(const std::string& path) {
                    "(truncated or not a lockstep checkpoint)");
   }
   if (std::memcmp(bytes.data(), kCheckpointMagic, 8) != 0) {
-    fail(path, "bad magic at offset 0 (expected 'LOCKSTEP'): not a lockstep "
-               "checkpoint");
+    fail(path,
+         "bad magic at offset 0 (expected 'LOCKSTEP'): not a lockstep "
+         "checkpoint");
   }
   const uint32_t version = get_u32(&bytes[8]);
   if (version != kCheckpointVersion) {
@@ -99,6 +101,10 @@ Checkpoint read_checkpoint(const std::string& path) {
                    std::to_string(p) + " + 56 != file size " +
                    std::to_string(bytes.size()) + " (truncated or corrupt)");
   }
+  if ((kCheckpointFixedBytes + h) % 64 != 0) {
+    fail(path, "payload offset " + std::to_string(kCheckpointFixedBytes + h) +
+                   " is not a multiple of 64 (header padding is wrong)");
+  }
   Checkpoint c;
   std::memcpy(c.payload_sha256.data(), &bytes[24], 32);
   nlohmann::json header;
@@ -106,8 +112,8 @@ Checkpoint read_checkpoint(const std::string& path) {
     header = nlohmann::json::parse(bytes.begin() + kCheckpointFixedBytes,
                                    bytes.begin() + kCheckpointFixedBytes + h);
   } catch (const nlohmann::json::exception& e) {
-    fail(path, std::string("header at offset 56 is not valid JSON: ") +
-                   e.what());
+    fail(path,
+         std::string("header at offset 56 is not valid JSON: ") + e.what());
   }
   for (const char* key : {"model", "dtype", "config", "tensors", "words"}) {
     if (!header.is_object() || !header.contains(key)) {
@@ -141,30 +147,61 @@ Checkpoint read_checkpoint(const std::string& path) {
     next += t.words();
   }
   if (next != c.words) {
-    fail(path, "tensors cover " + std::to_string(next) + " words, header "
-               "says " + std::to_string(c.words));
+    fail(path, "tensors cover " + std::to_string(next) +
+                   " words, header "
+                   "says " +
+                   std::to_string(c.words));
   }
   const uint8_t* payload = bytes.data() + kCheckpointFixedBytes + h;
   const Sha256 actual = sha256(payload, p);
   if (actual != c.payload_sha256) {
-    fail(path, "payload SHA-256 is " + to_hex(actual) + " but the header "
-               "records " + to_hex(c.payload_sha256) +
-               " (the weights are corrupt)");
+    fail(path, "payload SHA-256 is " + to_hex(actual) +
+                   " but the header "
+                   "records " +
+                   to_hex(c.payload_sha256) + " (the weights are corrupt)");
   }
   c.payload.assign(payload, payload + p);
   c.file_sha256 = to_hex(sha256(bytes.data(), bytes.size()));
   return c;
 }
 
+std::string checkpoint_model_kind(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open for reading");
+  uint8_t fixed[kCheckpointFixedBytes];
+  in.read(reinterpret_cast<char*>(fixed), sizeof fixed);
+  if (in.gcount() != std::streamsize(sizeof fixed)) {
+    fail(path,
+         "shorter than the 56-byte fixed header (truncated or not a "
+         "lockstep checkpoint)");
+  }
+  if (std::memcmp(fixed, kCheckpointMagic, 8) != 0) {
+    fail(path,
+         "bad magic at offset 0 (expected 'LOCKSTEP'): not a lockstep "
+         "checkpoint");
+  }
+  const uint32_t h = get_u32(&fixed[12]);
+  if (h > (64u << 20)) fail(path, "header length is implausible (corrupt)");
+  std::string text(h, '\0');
+  in.read(text.data(), std::streamsize(h));
+  if (in.gcount() != std::streamsize(h)) fail(path, "header is truncated");
+  nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
+  if (!header.is_object() || !header.contains("model") ||
+      !header["model"].is_string()) {
+    fail(path, "header is not JSON with a string 'model' field");
+  }
+  return header["model"].get<std::string>();
+}
+
 std::vector<uint8_t> encode_checkpoint(const Checkpoint& c) {
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& t : c.tensors) {
-    tensors.push_back({{"name", t.name}, {"shape", t.shape},
-                       {"offset", t.offset}});
+    tensors.push_back(
+        {{"name", t.name}, {"shape", t.shape}, {"offset", t.offset}});
   }
-  nlohmann::json header = {{"model", c.model},     {"dtype", c.dtype},
-                           {"config", c.config},   {"tensors", tensors},
-                           {"words", c.words},     {"meta", c.meta}};
+  nlohmann::json header = {{"model", c.model},   {"dtype", c.dtype},
+                           {"config", c.config}, {"tensors", tensors},
+                           {"words", c.words},   {"meta", c.meta}};
   std::string text = header.dump();
   while ((kCheckpointFixedBytes + text.size()) % 64 != 0) text.push_back(' ');
   std::vector<uint8_t> out(kCheckpointMagic, kCheckpointMagic + 8);
@@ -197,8 +234,8 @@ void write_file_atomic(const std::string& path,
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::remove(tmp.c_str());
-    throw Error("cannot rename '" + tmp + "' to '" + path + "': " +
-                ec.message());
+    throw Error("cannot rename '" + tmp + "' to '" + path +
+                "': " + ec.message());
   }
 }
 

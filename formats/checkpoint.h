@@ -40,6 +40,11 @@ inline constexpr size_t kCheckpointFixedBytes = 56;
 // naming the path and the problem (docs/checkpoint-format.md "Checks").
 Checkpoint read_checkpoint(const std::string& path);
 
+// The "model" field of a checkpoint's header ("tiny", "gpt2"), reading only
+// the fixed part and the JSON header (not the payload). Throws
+// lockstep::Error for anything that is not a lockstep checkpoint.
+std::string checkpoint_model_kind(const std::string& path);
+
 // Serialises a checkpoint (payload_sha256 and file_sha256 are computed).
 std::vector<uint8_t> encode_checkpoint(const Checkpoint& ckpt);
 

@@ -1,7 +1,8 @@
+#include "lockstep/paths.h"
+
 #include <cstdlib>
 
 #include "lockstep/error.h"
-#include "lockstep/paths.h"
 
 namespace lockstep {
 

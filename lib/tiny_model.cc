@@ -81,8 +81,9 @@ TinyModel load_tiny(const std::string& path) {
     const auto& a = c.tensors[i];
     const auto& b = want[i];
     if (a.name != b.name || a.shape != b.shape || a.offset != b.offset) {
-      bad("tensor #" + std::to_string(i) + " is '" + a.name +
-          "', expected '" + b.name + "' with the shape and offset of "
+      bad("tensor #" + std::to_string(i) + " is '" + a.name + "', expected '" +
+          b.name +
+          "' with the shape and offset of "
           "docs/models.md");
     }
   }
@@ -98,8 +99,7 @@ TinyModel load_tiny(const std::string& path) {
 }
 
 void save_tiny(const std::string& path, int n_ctx,
-               const std::vector<double>& weights,
-               const nlohmann::json& meta) {
+               const std::vector<double>& weights, const nlohmann::json& meta) {
   if (weights.size() != tiny_param_count(n_ctx)) {
     throw Error("save_tiny: " + std::to_string(weights.size()) +
                 " weights, expected " +
@@ -147,27 +147,14 @@ std::vector<int32_t> tiny_generate(const TinyModel& m,
                                    const std::function<void(int32_t)>& on) {
   if (prompt.empty()) throw Error("generation needs at least one prompt byte");
   if (n_new < 0) throw Error("the number of bytes to generate is negative");
-  if (sampler.top_k < 0 || sampler.top_k > 256) {
-    throw Error("top-k must be in [1, 256] (0 means greedy)");
-  }
-  if (!(sampler.temperature > 0.0) ||
-      sampler.temperature > 1e300) {  // also rejects NaN and inf
-    throw Error("temperature must be a finite number > 0");
-  }
+  Sampler choose(sampler, 256);
   std::vector<int32_t> text(prompt.begin(), prompt.end());
   std::vector<int32_t> out;
-  uint64_t state = sampler.seed;
-  int rank[256];
-  double weight[256];
   for (int i = 0; i < n_new; ++i) {
     const size_t n = std::min(text.size(), size_t(m.n_ctx));
     std::span<const int32_t> window(text.data() + text.size() - n, n);
     const TinyLogits logits = tiny_logits(m, window, bound);
-    const int32_t next =
-        sampler.top_k == 0
-            ? ls_argmax64(logits.data(), 256)
-            : ls_sample_top_k64(logits.data(), 256, sampler.top_k,
-                                sampler.temperature, &state, rank, weight);
+    const int32_t next = choose.next(std::span<const double>(logits));
     text.push_back(next);
     out.push_back(next);
     if (on) on(next);

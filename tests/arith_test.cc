@@ -13,8 +13,8 @@
 namespace {
 
 // Error of `got` in units of the last place of the correctly rounded result.
-double UlpError64(double got, double x, int (*f)(mpfr_ptr, mpfr_srcptr,
-                                                 mpfr_rnd_t)) {
+double UlpError64(double got, double x,
+                  int (*f)(mpfr_ptr, mpfr_srcptr, mpfr_rnd_t)) {
   mpfr_t m, g;
   mpfr_inits2(200, m, g, (mpfr_ptr)0);
   mpfr_set_d(m, x, MPFR_RNDN);
@@ -24,16 +24,16 @@ double UlpError64(double got, double x, int (*f)(mpfr_ptr, mpfr_srcptr,
   mpfr_sub(g, g, m, MPFR_RNDN);
   const double diff = std::fabs(mpfr_get_d(g, MPFR_RNDN));
   mpfr_clears(m, g, (mpfr_ptr)0);
-  const double ulp = exact == 0.0 ? 0x1p-1074
-                                  : std::fmax(std::nextafter(std::fabs(exact),
-                                                             INFINITY) -
-                                                  std::fabs(exact),
-                                              0x1p-1074);
+  const double ulp =
+      exact == 0.0 ? 0x1p-1074
+                   : std::fmax(std::nextafter(std::fabs(exact), INFINITY) -
+                                   std::fabs(exact),
+                               0x1p-1074);
   return diff / ulp;
 }
 
-double UlpError32(float got, float x, int (*f)(mpfr_ptr, mpfr_srcptr,
-                                               mpfr_rnd_t)) {
+double UlpError32(float got, float x,
+                  int (*f)(mpfr_ptr, mpfr_srcptr, mpfr_rnd_t)) {
   mpfr_t m, g;
   mpfr_inits2(200, m, g, (mpfr_ptr)0);
   mpfr_set_flt(m, x, MPFR_RNDN);
@@ -43,9 +43,8 @@ double UlpError32(float got, float x, int (*f)(mpfr_ptr, mpfr_srcptr,
   mpfr_sub(g, g, m, MPFR_RNDN);
   const double diff = std::fabs(mpfr_get_d(g, MPFR_RNDN));
   mpfr_clears(m, g, (mpfr_ptr)0);
-  const float ulp =
-      std::fmax(std::nextafter(std::fabs(exact), INFINITY) - std::fabs(exact),
-                0x1p-149f);
+  const float ulp = std::fmax(
+      std::nextafter(std::fabs(exact), INFINITY) - std::fabs(exact), 0x1p-149f);
   return diff / ulp;
 }
 
@@ -109,8 +108,8 @@ TEST(Tanh, AbsoluteErrorBound) {
     const double x = d(rng) * ((i % 3 == 0) ? 0.01 : 1.0);
     mpfr_set_d(m, x, MPFR_RNDN);
     mpfr_tanh(m, m, MPFR_RNDN);
-    worst64 = std::fmax(worst64,
-                        std::fabs(ls_tanh64(x) - mpfr_get_d(m, MPFR_RNDN)));
+    worst64 =
+        std::fmax(worst64, std::fabs(ls_tanh64(x) - mpfr_get_d(m, MPFR_RNDN)));
     const float xf = float(x);
     mpfr_set_flt(m, xf, MPFR_RNDN);
     mpfr_tanh(m, m, MPFR_RNDN);
@@ -148,7 +147,8 @@ TEST(Gelu, MatchesMpfrFormula) {
     mpfr_add_ui(t, t, 1, MPFR_RNDN);
     mpfr_mul(t, t, x, MPFR_RNDN);
     mpfr_div_ui(t, t, 2, MPFR_RNDN);
-    worst = std::fmax(worst, std::fabs(ls_gelu64(v) - mpfr_get_d(t, MPFR_RNDN)));
+    worst =
+        std::fmax(worst, std::fabs(ls_gelu64(v) - mpfr_get_d(t, MPFR_RNDN)));
   }
   mpfr_clears(x, t, c, (mpfr_ptr)0);
   // |x| <= 8 times tanh's absolute error plus the final roundings.
@@ -175,8 +175,10 @@ TEST(PinnedBits, ExpTanhGeluDigests) {
       lockstep::sha256(out64.data(), out64.size() * sizeof(double)));
   const auto d32 = lockstep::to_hex(
       lockstep::sha256(out32.data(), out32.size() * sizeof(float)));
-  EXPECT_EQ(d64, "2cf1cc68f5fca865ea4dbce8bc129bb7ef97ce175e3cd1e2b8b56923bdf16968");
-  EXPECT_EQ(d32, "b9601627661aa1ac9fb42b5c508dbb4a413ced3b63dca8227617d18076baf64e");
+  EXPECT_EQ(d64,
+            "2cf1cc68f5fca865ea4dbce8bc129bb7ef97ce175e3cd1e2b8b56923bdf16968");
+  EXPECT_EQ(d32,
+            "b9601627661aa1ac9fb42b5c508dbb4a413ced3b63dca8227617d18076baf64e");
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // docs/checkpoint-format.md: round trips, and every kind of damage gives an
 // error that names the problem (never a crash, never a half-read model).
+#include "formats/checkpoint.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "formats/checkpoint.h"
 #include "lockstep/error.h"
 #include "lockstep/tiny.h"
 #include "test_util.h"
@@ -24,8 +25,8 @@ class CheckpointTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     std::mt19937_64 rng(77);
-    weights_ = lockstep::test::Uniform(rng, lockstep::tiny_param_count(64),
-                                       -2, 2);
+    weights_ =
+        lockstep::test::Uniform(rng, lockstep::tiny_param_count(64), -2, 2);
     path_ = (dir_ / "m.lockstep").string();
     lockstep::save_tiny(path_, 64, weights_, {{"note", "test"}});
     std::ifstream in(path_, std::ios::binary);
@@ -36,7 +37,8 @@ class CheckpointTest : public ::testing::Test {
   std::string Write(const std::vector<uint8_t>& b) {
     const std::string p = (dir_ / "damaged.lockstep").string();
     std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+    out.write(reinterpret_cast<const char*>(b.data()),
+              std::streamsize(b.size()));
     return p;
   }
   std::string LoadError(const std::vector<uint8_t>& b) {
@@ -58,9 +60,8 @@ TEST_F(CheckpointTest, RoundTripIsExactAndDigestsAreStable) {
   const lockstep::TinyModel m = lockstep::load_tiny(path_);
   EXPECT_EQ(m.n_ctx, 64);
   EXPECT_TRUE(BytesEqual(m.weights, weights_));
-  EXPECT_EQ(m.payload_sha256,
-            lockstep::to_hex(lockstep::sha256(weights_.data(),
-                                              weights_.size() * 8)));
+  EXPECT_EQ(m.payload_sha256, lockstep::to_hex(lockstep::sha256(
+                                  weights_.data(), weights_.size() * 8)));
   EXPECT_EQ(m.file_sha256, lockstep::sha256_file_hex(path_));
   EXPECT_EQ(m.meta["note"], "test");
   // The payload starts on a 64-byte boundary and fills the file's end.
@@ -73,8 +74,8 @@ TEST_F(CheckpointTest, RoundTripIsExactAndDigestsAreStable) {
 }
 
 TEST_F(CheckpointTest, TruncationsAreRejected) {
-  for (size_t len : {size_t(0), size_t(7), size_t(55), size_t(56),
-                     size_t(100), bytes_.size() - 8 * 100, bytes_.size() - 1}) {
+  for (size_t len : {size_t(0), size_t(7), size_t(55), size_t(56), size_t(100),
+                     bytes_.size() - 8 * 100, bytes_.size() - 1}) {
     std::vector<uint8_t> b(bytes_.begin(), bytes_.begin() + long(len));
     const std::string e = LoadError(b);
     EXPECT_NE(e.find("truncated"), std::string::npos) << len << ": " << e;
@@ -128,12 +129,10 @@ TEST_F(CheckpointTest, RandomByteFlipsNeverCrash) {
 
 TEST_F(CheckpointTest, AtomicWriteLeavesNoTemporaryAndFailsCleanly) {
   for (const auto& entry : fs::directory_iterator(dir_)) {
-    EXPECT_EQ(entry.path().filename().string().find(".tmp"),
-              std::string::npos);
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos);
   }
   const std::string nowhere = (dir_ / "no-such-dir" / "m.lockstep").string();
-  EXPECT_THROW(lockstep::save_tiny(nowhere, 64, weights_, {}),
-               lockstep::Error);
+  EXPECT_THROW(lockstep::save_tiny(nowhere, 64, weights_, {}), lockstep::Error);
   EXPECT_FALSE(fs::exists(nowhere));
   EXPECT_THROW(lockstep::save_tiny(path_, 4, weights_, {}), lockstep::Error);
   EXPECT_TRUE(BytesEqual(lockstep::load_tiny(path_).weights, weights_));

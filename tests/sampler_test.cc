@@ -43,8 +43,8 @@ TEST(TopK, RanksByValueThenIndexAndWeightsFollowTheSpec) {
   double weight[8];
   uint64_t state = 42;
   const double T = 0.7;
-  const int tok = ls_sample_top_k64(logits.data(), 256, 8, T, &state, rank,
-                                    weight);
+  const int tok =
+      ls_sample_top_k64(logits.data(), 256, 8, T, &state, rank, weight);
   EXPECT_EQ(rank[0], 17);
   EXPECT_EQ(rank[1], 200);
   for (int r = 1; r < 8; ++r) {
@@ -87,10 +87,10 @@ TEST(TopK, KOneIsGreedyAndSeedsAreReproducible) {
   std::vector<int> a, b;
   uint64_t s1 = 1234, s2 = 1234;
   for (int i = 0; i < 100; ++i) {
-    a.push_back(ls_sample_top_k64(logits.data(), 256, 40, 1.0, &s1, rank,
-                                  weight));
-    b.push_back(ls_sample_top_k64(logits.data(), 256, 40, 1.0, &s2, rank,
-                                  weight));
+    a.push_back(
+        ls_sample_top_k64(logits.data(), 256, 40, 1.0, &s1, rank, weight));
+    b.push_back(
+        ls_sample_top_k64(logits.data(), 256, 40, 1.0, &s2, rank, weight));
   }
   EXPECT_EQ(a, b);
   EXPECT_GT(std::set<int>(a.begin(), a.end()).size(), 5u);  // it samples

@@ -40,8 +40,8 @@ struct Case {
 
 Case RandomCase(uint64_t seed, int n_ctx, double scale = 1.0) {
   std::mt19937_64 rng(seed);
-  Case c{n_ctx, Uniform(rng, ls_tiny_layout_for(n_ctx).total, -scale, scale),
-         {}};
+  Case c{
+      n_ctx, Uniform(rng, ls_tiny_layout_for(n_ctx).total, -scale, scale), {}};
   c.tokens = RandomBytes(rng, 1 + rng() % n_ctx);
   return c;
 }
@@ -72,7 +72,8 @@ TEST(TinyChecked, RejectsEachBadInputWithItsStatusAndWritesNothing) {
     c.w[1234] = bad;
     EXPECT_EQ(Checked(c, 10, logits), LS_ERR_WEIGHT_NONFINITE);
   }
-  for (double b : {-1e-300, 10.000000000000002, double(NAN), double(INFINITY), -5.0}) {
+  for (double b :
+       {-1e-300, 10.000000000000002, double(NAN), double(INFINITY), -5.0}) {
     EXPECT_EQ(Checked(good, b, logits), LS_ERR_BOUND) << b;
   }
   c = good;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "formats/checkpoint.h"
+#include "lockstep/sampling.h"
 
 namespace lockstep {
 
@@ -46,12 +47,6 @@ inline TinyLogits tiny_logits(const TinyModel& m,
                               std::span<const int32_t> tokens, double bound) {
   return tiny_logits(m.n_ctx, m.weights, tokens, bound);
 }
-
-struct SamplerOptions {
-  int top_k = 0;             // 0: greedy
-  double temperature = 1.0;  // > 0
-  uint64_t seed = 0;
-};
 
 // Generates n_new bytes after the prompt (at least one byte), feeding the
 // model the last n_ctx bytes each step; on_token sees each byte as chosen.

@@ -1,0 +1,137 @@
+// lockstep generate on GPT-2: tokenize, prefill, then stream tokens from the
+// KV-cached step (or, with --full, from a full-prefix pass per token: the
+// same bits, so the same tokens).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "cli/generate_args.h"
+#include "formats/gpt2_checkpoint.h"
+#include "lockstep/error.h"
+#include "lockstep/gpt2.h"
+#include "lockstep/paths.h"
+#include "tokenizer/bpe.h"
+
+namespace lockstep::cli {
+namespace {
+
+void print_distribution(const GenerateArgs& a, const Tokenizer& tok,
+                        std::span<const float> logits) {
+  if (a.logits) {
+    for (size_t i = 0; i < logits.size(); ++i) {
+      std::printf("%5zu %s\n", i, hex_float(logits[i]).c_str());
+    }
+    return;
+  }
+  // Probabilities for display only, in binary64.
+  const float m = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(logits.size());
+  double sum = 0;
+  for (size_t i = 0; i < p.size(); ++i) sum += p[i] = std::exp(logits[i] - m);
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t top = std::min<size_t>(size_t(a.top), order.size());
+  std::partial_sort(order.begin(), order.begin() + long(top), order.end(),
+                    [&](int32_t x, int32_t y) {
+                      return logits[size_t(x)] > logits[size_t(y)] ||
+                             (logits[size_t(x)] == logits[size_t(y)] && x < y);
+                    });
+  std::printf("rank  token   prob      logit            text\n");
+  for (size_t r = 0; r < top; ++r) {
+    const int32_t id = order[r];
+    std::printf("%4zu  %5d   %.5f   %-15s  '%s'\n", r + 1, id,
+                p[size_t(id)] / sum, hex_float(logits[size_t(id)]).c_str(),
+                escape_bytes(tok.token_bytes(id)).c_str());
+  }
+}
+
+}  // namespace
+
+int run_gpt2_generate(const GenerateArgs& args) {
+  GenerateArgs a = args;
+  const Gpt2Weights w = load_gpt2(a.model.path());
+  const Tokenizer tok = Tokenizer::load(data_dir() + "/gpt2");
+  const ls_gpt2_config& c = w.config;
+  if (a.sampler.top_k == kWholeVocabulary) a.sampler.top_k = c.n_vocab;
+  std::vector<int32_t> tokens = a.tokens.empty() ? tok.encode(a.text, a.special)
+                                                 : parse_token_list(a.tokens);
+  if (tokens.empty()) {
+    throw Error(
+        "the prompt is empty: give --text or --tokens with at least "
+        "one token");
+  }
+  if (tokens.size() > size_t(c.n_ctx)) {
+    throw Error("the prompt has " + std::to_string(tokens.size()) +
+                " tokens; the model's context is " + std::to_string(c.n_ctx));
+  }
+  Gpt2Session session({c, w.data(), w.words()}, a.full ? c.n_ctx : 1);
+  Sampler sampler(a.sampler, c.n_vocab);
+
+  // Prefill: the prompt's last position's logits.
+  std::span<const float> logits;
+  if (a.full) {
+    logits = session.infer(tokens);
+  } else {
+    for (int32_t t : tokens) logits = session.step(t);
+  }
+  if (a.generate == 0) {
+    if (a.json) {
+      nlohmann::json hexes = nlohmann::json::array();
+      for (float v : logits) hexes.push_back(hex_float(v));
+      std::printf("%s\n", nlohmann::json({{"model", a.model.label()},
+                                          {"payload_sha256", w.payload_sha256},
+                                          {"tokens", tokens},
+                                          {"logits_hex", hexes}})
+                              .dump()
+                              .c_str());
+    } else {
+      print_distribution(a, tok, logits);
+    }
+    return 0;
+  }
+
+  if (!a.json) {
+    const std::string shown = tok.decode(tokens);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    std::fflush(stdout);
+  }
+  std::vector<int32_t> generated;
+  for (int i = 0; i < a.generate; ++i) {
+    const int32_t next = sampler.next(logits);
+    generated.push_back(next);
+    tokens.push_back(next);
+    if (!a.json) {
+      const std::string& bytes = tok.token_bytes(next);
+      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+      std::fflush(stdout);
+    }
+    if (i + 1 == a.generate) break;
+    if (tokens.size() >= size_t(c.n_ctx)) {
+      std::fprintf(stderr,
+                   "\nnote: stopped at the context limit of %d positions "
+                   "after %d of %d tokens\n",
+                   c.n_ctx, i + 1, a.generate);
+      break;
+    }
+    logits = a.full ? session.infer(tokens) : session.step(next);
+  }
+  if (a.json) {
+    std::printf("%s\n",
+                nlohmann::json({{"model", a.model.label()},
+                                {"payload_sha256", w.payload_sha256},
+                                {"prompt_tokens",
+                                 std::vector<int32_t>(
+                                     tokens.begin(),
+                                     tokens.end() - long(generated.size()))},
+                                {"tokens", generated},
+                                {"text", escape_bytes(tok.decode(generated))}})
+                    .dump()
+                    .c_str());
+  } else {
+    std::fputc('\n', stdout);
+  }
+  return 0;
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,258 @@
+/* GPT-2 forward in binary32 (docs/arithmetic.md §6). The reference: read it
+ * as the model. One block is three steps: attention inputs (§6 ln_1,
+ * c_attn), attention over earlier positions, and the block tail (c_proj,
+ * residual, ln_2, MLP, residual). The cached step runs them position-major
+ * through one row of the cache; the full pass runs them layer-major over
+ * all positions. Same operations, same operands, so the same bits. */
+#include "ls_gpt2.h"
+
+#include "ls_arith.h"
+#include "ls_ops32.h"
+
+/* Largest sizes accepted: far above GPT-2 XL. Each dimension fits an int;
+ * ls_gpt2_config_valid also requires the weight and cache counts (in
+ * bytes) to fit a size_t, which on 32-bit targets (wasm32) is the binding
+ * limit. */
+#define LS_GPT2_MAX_EMBD 8192
+#define LS_GPT2_MAX_CTX 8192
+#define LS_GPT2_MAX_LAYER 256
+#define LS_GPT2_MAX_VOCAB 262144
+
+int ls_gpt2_config_valid(const ls_gpt2_config* c) {
+  if (!(c && c->n_vocab > 0 && c->n_vocab <= LS_GPT2_MAX_VOCAB &&
+        c->n_ctx > 0 && c->n_ctx <= LS_GPT2_MAX_CTX && c->n_embd > 0 &&
+        c->n_embd <= LS_GPT2_MAX_EMBD && c->n_head > 0 &&
+        c->n_embd % c->n_head == 0 && c->n_layer > 0 &&
+        c->n_layer <= LS_GPT2_MAX_LAYER)) {
+    return 0;
+  }
+  /* The counts in 64 bits (they cannot overflow there at these maxima). */
+  const uint64_t C = (uint64_t)c->n_embd;
+  const uint64_t words = (uint64_t)c->n_vocab * C + (uint64_t)c->n_ctx * C +
+                         (uint64_t)c->n_layer * (12 * C * C + 13 * C) + 2 * C;
+  const uint64_t cache = (uint64_t)c->n_ctx * (uint64_t)c->n_layer * 2 * C;
+  const uint64_t limit = (uint64_t)((size_t)-1) / sizeof(float);
+  return words <= limit && cache <= limit;
+}
+
+static size_t ls_block_words(size_t C) { return 12 * C * C + 13 * C; }
+
+size_t ls_gpt2_wpe_offset(const ls_gpt2_config* c) {
+  return (size_t)c->n_vocab * (size_t)c->n_embd;
+}
+
+ls_gpt2_block ls_gpt2_block_offsets(const ls_gpt2_config* c, int layer) {
+  const size_t C = (size_t)c->n_embd;
+  size_t o = ls_gpt2_wpe_offset(c) + (size_t)c->n_ctx * C +
+             (size_t)layer * ls_block_words(C);
+  ls_gpt2_block b;
+  b.ln1_g = o, o += C;
+  b.ln1_b = o, o += C;
+  b.attn_w = o, o += C * 3 * C;
+  b.attn_b = o, o += 3 * C;
+  b.proj_w = o, o += C * C;
+  b.proj_b = o, o += C;
+  b.ln2_g = o, o += C;
+  b.ln2_b = o, o += C;
+  b.fc_w = o, o += C * 4 * C;
+  b.fc_b = o, o += 4 * C;
+  b.out_w = o, o += 4 * C * C;
+  b.out_b = o;
+  return b;
+}
+
+/* The offset functions below assume a valid config (callers check
+ * ls_gpt2_config_valid or ls_gpt2_param_count first). */
+size_t ls_gpt2_lnf_offset(const ls_gpt2_config* c) {
+  return ls_gpt2_wpe_offset(c) + (size_t)c->n_ctx * (size_t)c->n_embd +
+         (size_t)c->n_layer * ls_block_words((size_t)c->n_embd);
+}
+
+size_t ls_gpt2_param_count(const ls_gpt2_config* c) {
+  if (!ls_gpt2_config_valid(c)) return 0;
+  return ls_gpt2_lnf_offset(c) + 2 * (size_t)c->n_embd;
+}
+
+size_t ls_gpt2_cache_row_floats(const ls_gpt2_config* c) {
+  return (size_t)c->n_layer * 2 * (size_t)c->n_embd;
+}
+
+size_t ls_gpt2_cache_floats(const ls_gpt2_config* c) {
+  return (size_t)c->n_ctx * ls_gpt2_cache_row_floats(c);
+}
+
+/* Per-position working set of one block: x (C), h (C), qkv (3C), a (C),
+ * y (C), f (4C), scores (n_ctx), matvec partial sums (16 * 4C). */
+static size_t ls_block_scratch(const ls_gpt2_config* c) {
+  const size_t C = (size_t)c->n_embd;
+  return C + C + 3 * C + C + C + 4 * C + (size_t)c->n_ctx + 64 * C;
+}
+
+size_t ls_gpt2_step_scratch_floats(const ls_gpt2_config* c) {
+  if (!ls_gpt2_config_valid(c)) return 0;
+  return ls_block_scratch(c);
+}
+
+size_t ls_gpt2_infer_scratch_floats(const ls_gpt2_config* c, int n) {
+  if (!ls_gpt2_config_valid(c) || n < 1) return 0;
+  /* x for every position (C each) and q|k|v for every position (3C). */
+  return ls_block_scratch(c) + (size_t)n * 4 * (size_t)c->n_embd;
+}
+
+int ls_gpt2_weights_finite(const float* w, size_t n_w) {
+  for (size_t i = 0; i < n_w; ++i) {
+    if (!(w[i] - w[i] == 0.0f)) return 0;
+  }
+  return 1;
+}
+
+/* The working buffers of one block, carved from scratch. */
+typedef struct {
+  float *h, *a, *y, *f, *score, *partial;
+} ls_work;
+
+static ls_work ls_carve(const ls_gpt2_config* c, float* s) {
+  const size_t C = (size_t)c->n_embd;
+  ls_work k;
+  k.h = s, s += C;
+  k.a = s, s += C;
+  k.y = s, s += C;
+  k.f = s, s += 4 * C;
+  k.score = s, s += (size_t)c->n_ctx;
+  k.partial = s;
+  return k;
+}
+
+/* §6: h = LayerNorm(x; ln_1), qkv = h . c_attn + b. */
+static void ls_attn_inputs(const ls_gpt2_config* c, const float* w,
+                           const ls_gpt2_block* b, const float* x, float* qkv,
+                           ls_work* k) {
+  const int C = c->n_embd;
+  ls_layernorm32(x, w + b->ln1_g, w + b->ln1_b, C, k->h);
+  ls_matvec32(k->h, w + b->attn_w, w + b->attn_b, C, 3 * C, k->partial, qkv);
+}
+
+/* §6 attention of one query over positions 0..t: key j at keys + j*stride,
+ * value j at values + j*stride; output a[C]. */
+static void ls_attend(const ls_gpt2_config* c, const float* q,
+                      const float* keys, const float* values, size_t stride,
+                      int t, ls_work* k) {
+  const int D = c->n_embd / c->n_head;
+  /* sqrt(D) correctly rounded; 8 exactly for GPT-2's D = 64. */
+  const float scale = __builtin_sqrtf((float)D);
+  for (int hd = 0; hd < c->n_head; ++hd) {
+    const size_t off = (size_t)hd * (size_t)D;
+    for (int j = 0; j <= t; ++j) {
+      k->score[j] =
+          ls_dot32(q + off, keys + (size_t)j * stride + off, D, 1) / scale;
+    }
+    ls_softmax32(k->score, t + 1, k->score);
+    for (int d = 0; d < D; ++d) {
+      float acc = 0.0f;
+      for (int j = 0; j <= t; ++j) {
+        acc = acc + k->score[j] * values[(size_t)j * stride + off + d];
+      }
+      k->a[off + d] = acc;
+    }
+  }
+}
+
+/* §6: x += a . c_proj + b; x += gelu(LN(x; ln_2) . c_fc + b) . c_proj + b. */
+static void ls_block_tail(const ls_gpt2_config* c, const float* w,
+                          const ls_gpt2_block* b, float* x, ls_work* k) {
+  const int C = c->n_embd;
+  ls_matvec32(k->a, w + b->proj_w, w + b->proj_b, C, C, k->partial, k->y);
+  for (int i = 0; i < C; ++i) x[i] = x[i] + k->y[i];
+  ls_layernorm32(x, w + b->ln2_g, w + b->ln2_b, C, k->h);
+  ls_matvec32(k->h, w + b->fc_w, w + b->fc_b, C, 4 * C, k->partial, k->f);
+  for (int i = 0; i < 4 * C; ++i) k->f[i] = ls_gelu32(k->f[i]);
+  ls_matvec32(k->f, w + b->out_w, w + b->out_b, 4 * C, C, k->partial, k->y);
+  for (int i = 0; i < C; ++i) x[i] = x[i] + k->y[i];
+}
+
+/* §6 embeddings: x = wte[token] + wpe[position]. */
+static void ls_embed(const ls_gpt2_config* c, const float* w, int32_t token,
+                     int32_t pos, float* x) {
+  const size_t C = (size_t)c->n_embd;
+  const float* te = w + (size_t)token * C;
+  const float* pe = w + ls_gpt2_wpe_offset(c) + (size_t)pos * C;
+  for (size_t i = 0; i < C; ++i) x[i] = te[i] + pe[i];
+}
+
+/* §6 output: logits[v] = dot(LN(x; ln_f), wte[v]); fails on non-finite. */
+static ls_status ls_logits(const ls_gpt2_config* c, const float* w,
+                           const float* x, ls_work* k, float* logits) {
+  const size_t lnf = ls_gpt2_lnf_offset(c);
+  ls_layernorm32(x, w + lnf, w + lnf + c->n_embd, c->n_embd, k->h);
+  ls_rowdots32(k->h, w, c->n_embd, c->n_vocab, logits);
+  for (int v = 0; v < c->n_vocab; ++v) {
+    if (!(logits[v] - logits[v] == 0.0f)) return LS_ERR_OUTPUT_NONFINITE;
+  }
+  return LS_OK;
+}
+
+ls_status ls_gpt2_step(const ls_gpt2_config* c, const float* w, size_t n_w,
+                       float* cache, size_t cache_capacity, size_t cache_len,
+                       int32_t token, int32_t position, float* scratch,
+                       size_t n_scratch, float* logits) {
+  if (!ls_gpt2_config_valid(c)) return LS_ERR_CONFIG;
+  if (!w || !cache || !scratch || !logits) return LS_ERR_NULL;
+  if (n_w != ls_gpt2_param_count(c)) return LS_ERR_WEIGHT_COUNT;
+  if (token < 0 || token >= c->n_vocab) return LS_ERR_TOKEN;
+  if (position < 0 || position >= c->n_ctx) return LS_ERR_POSITION;
+  const size_t row = ls_gpt2_cache_row_floats(c);
+  if (cache_len != (size_t)position * row || cache_capacity < cache_len + row) {
+    return LS_ERR_CACHE_LENGTH;
+  }
+  if (n_scratch < ls_gpt2_step_scratch_floats(c)) return LS_ERR_SCRATCH;
+
+  const size_t C = (size_t)c->n_embd;
+  float* x = scratch;
+  float* qkv = x + C;
+  ls_work k = ls_carve(c, qkv + 3 * C);
+  ls_embed(c, w, token, position, x);
+  for (int l = 0; l < c->n_layer; ++l) {
+    const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
+    ls_attn_inputs(c, w, &b, x, qkv, &k);
+    /* Append this position's keys and values to the cache row. */
+    float* kv = cache + (size_t)position * row + (size_t)l * 2 * C;
+    for (size_t i = 0; i < 2 * C; ++i) kv[i] = qkv[C + i];
+    const float* keys = cache + (size_t)l * 2 * C;
+    ls_attend(c, qkv, keys, keys + C, row, position, &k);
+    ls_block_tail(c, w, &b, x, &k);
+  }
+  return ls_logits(c, w, x, &k, logits);
+}
+
+ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
+                        const int32_t* tokens, int n, float* scratch,
+                        size_t n_scratch, float* logits) {
+  if (!ls_gpt2_config_valid(c)) return LS_ERR_CONFIG;
+  if (!w || !scratch || !logits || (n > 0 && !tokens)) return LS_ERR_NULL;
+  if (n_w != ls_gpt2_param_count(c)) return LS_ERR_WEIGHT_COUNT;
+  if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
+  if (n > c->n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
+  for (int t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= c->n_vocab) return LS_ERR_TOKEN;
+  }
+  if (n_scratch < ls_gpt2_infer_scratch_floats(c, n)) return LS_ERR_SCRATCH;
+
+  const size_t C = (size_t)c->n_embd;
+  float* xs = scratch;              /* [n][C] residual stream */
+  float* qkvs = xs + (size_t)n * C; /* [n][3C] this layer's q | k | v */
+  ls_work k = ls_carve(c, qkvs + (size_t)n * 3 * C);
+  for (int t = 0; t < n; ++t) ls_embed(c, w, tokens[t], t, xs + (size_t)t * C);
+  for (int l = 0; l < c->n_layer; ++l) {
+    const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
+    for (int t = 0; t < n; ++t) {
+      ls_attn_inputs(c, w, &b, xs + (size_t)t * C, qkvs + (size_t)t * 3 * C,
+                     &k);
+    }
+    for (int t = 0; t < n; ++t) {
+      ls_attend(c, qkvs + (size_t)t * 3 * C, qkvs + C, qkvs + 2 * C, 3 * C, t,
+                &k);
+      ls_block_tail(c, w, &b, xs + (size_t)t * C, &k);
+    }
+  }
+  return ls_logits(c, w, xs + (size_t)(n - 1) * C, &k, logits);
+}

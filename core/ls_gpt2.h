@@ -1,0 +1,81 @@
+/* GPT-2 in binary32 (docs/arithmetic.md §6, docs/gpt2.md): the packed
+ * weight layout, the KV cache layout, the cached step and the full-prefix
+ * pass. Plain C99 on caller buffers: this is the reference every GPT-2
+ * backend is compared with, bit for bit. */
+#ifndef LOCKSTEP_CORE_LS_GPT2_H_
+#define LOCKSTEP_CORE_LS_GPT2_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ls_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int32_t n_vocab; /* 50257 for every released GPT-2 */
+  int32_t n_ctx;   /* positions: 1024 */
+  int32_t n_embd;  /* 768, 1024, 1280, 1600 */
+  int32_t n_head;  /* 12, 16, 20, 25 */
+  int32_t n_layer; /* 12, 24, 36, 48 */
+} ls_gpt2_config;
+
+/* Word offsets of one block's tensors in the packed weights. Matrices are
+ * input-major (Conv1D): W[k][o] at k * n_out + o. */
+typedef struct {
+  size_t ln1_g, ln1_b;   /* [C] */
+  size_t attn_w, attn_b; /* [C, 3C], [3C]: q | k | v, head h at h*D.. */
+  size_t proj_w, proj_b; /* [C, C], [C] */
+  size_t ln2_g, ln2_b;   /* [C] */
+  size_t fc_w, fc_b;     /* [C, 4C], [4C] */
+  size_t out_w, out_b;   /* [4C, C], [C] */
+} ls_gpt2_block;
+
+/* The config is usable: every size positive, n_embd a multiple of n_head,
+ * sizes small enough that every offset fits. */
+int ls_gpt2_config_valid(const ls_gpt2_config* c);
+/* Total packed words (0 for an invalid config). For 124M: 124,439,808. */
+size_t ls_gpt2_param_count(const ls_gpt2_config* c);
+/* wte [V, C] at 0; wpe [n_ctx, C] at V*C; blocks; ln_f g, b at the end. */
+size_t ls_gpt2_wpe_offset(const ls_gpt2_config* c);
+ls_gpt2_block ls_gpt2_block_offsets(const ls_gpt2_config* c, int layer);
+size_t ls_gpt2_lnf_offset(const ls_gpt2_config* c); /* g, then b */
+
+/* KV cache: floats per position (n_layer * 2 * n_embd) and for n_ctx
+ * positions. Position s, layer l: keys at (s * n_layer + l) * 2C, values
+ * right after them. */
+size_t ls_gpt2_cache_row_floats(const ls_gpt2_config* c);
+size_t ls_gpt2_cache_floats(const ls_gpt2_config* c);
+
+/* Scratch floats ls_gpt2_step needs, and ls_gpt2_infer for n tokens. */
+size_t ls_gpt2_step_scratch_floats(const ls_gpt2_config* c);
+size_t ls_gpt2_infer_scratch_floats(const ls_gpt2_config* c, int n_tokens);
+
+/* The cached step. `cache` holds n_ctx rows; its first cache_len floats
+ * are the rows of positions 0 .. position-1, so cache_len must equal
+ * position * ls_gpt2_cache_row_floats. Appends this position's keys and
+ * values in place (earlier rows are never written) and writes n_vocab
+ * logits. Weights must have been checked finite once
+ * (ls_gpt2_weights_finite); the step checks sizes, token and position. */
+ls_status ls_gpt2_step(const ls_gpt2_config* c, const float* w, size_t n_w,
+                       float* cache, size_t cache_capacity, size_t cache_len,
+                       int32_t token, int32_t position, float* scratch,
+                       size_t n_scratch, float* logits);
+
+/* The full-prefix pass over tokens[0..n), 1 <= n <= n_ctx: the last
+ * position's n_vocab logits. Computes layer by layer over all positions;
+ * the same operations as n cached steps, so the same bits. */
+ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
+                        const int32_t* tokens, int n, float* scratch,
+                        size_t n_scratch, float* logits);
+
+/* 1 when every weight is finite. */
+int ls_gpt2_weights_finite(const float* w, size_t n_w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCKSTEP_CORE_LS_GPT2_H_ */

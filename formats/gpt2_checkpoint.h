@@ -1,0 +1,118 @@
+// GPT-2 weights for the binary32 core (core/ls_gpt2.h): Hugging Face
+// checkpoints (config.json + model.safetensors) and the packed lockstep
+// checkpoint (docs/gpt2-format.md), which is the container of
+// docs/checkpoint-format.md with "model": "gpt2" and "dtype": "f32".
+#ifndef LOCKSTEP_FORMATS_GPT2_CHECKPOINT_H_
+#define LOCKSTEP_FORMATS_GPT2_CHECKPOINT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "formats/checkpoint.h"
+#include "formats/mapped_file.h"
+#include "ls_gpt2.h"
+
+namespace lockstep {
+
+// The released GPT-2 sizes.
+inline constexpr ls_gpt2_config kGpt2_124M = {50257, 1024, 768, 12, 12};
+inline constexpr ls_gpt2_config kGpt2_355M = {50257, 1024, 1024, 16, 24};
+inline constexpr ls_gpt2_config kGpt2_774M = {50257, 1024, 1280, 20, 36};
+inline constexpr ls_gpt2_config kGpt2_1558M = {50257, 1024, 1600, 25, 48};
+
+// The weights of one GPT-2, packed in the order of core/ls_gpt2.h. Either a
+// read-only mapping of a packed file (data() points at its 64-byte-aligned
+// payload, no copy) or one owned vector (an HF folder packed in memory).
+// Move-only.
+struct Gpt2Weights {
+  ls_gpt2_config config{};
+  std::string source;          // the path it was loaded from
+  std::string format;          // "packed" or "hf"
+  std::string payload_sha256;  // hex SHA-256 of the packed payload bytes
+  nlohmann::json meta;         // the packed file's "meta" (HF: provenance)
+
+  const float* data() const;
+  size_t words() const { return words_; }
+  // True when data() points into a mapping of a packed file.
+  bool mapped() const { return map_ != nullptr; }
+
+  Gpt2Weights() = default;
+  Gpt2Weights(Gpt2Weights&&) = default;
+  Gpt2Weights& operator=(Gpt2Weights&&) = default;
+  Gpt2Weights(const Gpt2Weights&) = delete;
+  Gpt2Weights& operator=(const Gpt2Weights&) = delete;
+
+ private:
+  friend struct Gpt2WeightsBuilder;  // formats/gpt2_checkpoint.cc
+  std::unique_ptr<MappedFile> map_;
+  size_t payload_offset_ = 0;
+  size_t words_ = 0;
+  std::vector<float> owned_;
+};
+
+// The packed tensor table of a config: names ("wte", "wpe", "h0.ln_1.g",
+// ..., "ln_f.b"), shapes and word offsets, the offsets taken from
+// ls_gpt2_block_offsets / ls_gpt2_lnf_offset. Throws lockstep::Error for an
+// invalid config.
+std::vector<TensorInfo> gpt2_tensor_table(const ls_gpt2_config& c);
+
+// The Hugging Face key (without "transformer.") of a packed tensor name:
+// "wte" -> "wte.weight", "h3.attn.c_attn.w" -> "h.3.attn.c_attn.weight",
+// "h3.ln_1.b" -> "h.3.ln_1.bias".
+std::string gpt2_hf_key(const std::string& packed_name);
+
+// Reads an HF GPT-2 config.json: n_embd, n_head, n_layer, vocab_size,
+// n_positions (or n_ctx); layer_norm_epsilon must be 1e-5 and
+// activation_function "gelu_new" (absent: GPT2Config's defaults, which are
+// those). Throws lockstep::Error naming the file and the key.
+ls_gpt2_config read_hf_gpt2_config(const std::string& config_json_path);
+
+// Loads GPT-2 weights from
+//  - a packed lockstep file: memory-mapped, validated (docs/gpt2-format.md
+//    "Checks"), the payload's SHA-256 verified unless verify_digest is
+//    false (for benchmarks: the digest is one pass over the payload), every
+//    weight checked finite; data() points into the mapping;
+//  - an HF folder (config.json + model.safetensors), or the path of its
+//    model.safetensors: packed into one vector, F16/BF16 widened exactly,
+//    every weight checked finite; payload_sha256 is computed (the value a
+//    converted file would store).
+// Every failure throws lockstep::Error naming the file and the problem.
+Gpt2Weights load_gpt2(const std::string& path, bool verify_digest = true);
+
+// Called with (words done, words in total) as work proceeds; may be empty.
+using Gpt2Progress = std::function<void(uint64_t done, uint64_t total)>;
+
+// Converts an HF folder to a packed file at `out`, streaming: the payload is
+// widened and hashed chunk by chunk into OUT.tmp.<pid>, the digest written
+// last, the file synced and renamed over OUT. Same checks as load_gpt2 of
+// the folder; on any error no file is left behind.
+void convert_hf_to_packed(const std::string& hf_dir, const std::string& out,
+                          const Gpt2Progress& progress = {});
+
+// Writes packed weights held in memory (words: ls_gpt2_param_count(c)
+// floats in the layout of core/ls_gpt2.h) as a packed file, streaming and
+// atomically. Throws for an invalid config, a wrong size or a non-finite
+// weight.
+void write_gpt2_packed(const std::string& out, const ls_gpt2_config& c,
+                       const float* words, size_t n_words,
+                       const nlohmann::json& meta = nlohmann::json::object());
+
+// Writes DIR/config.json and DIR/model.safetensors for a GPT-2 of config c
+// with seeded random weights (docs/gpt2-format.md "Random checkpoints"):
+// dtype "F32", "F16" or "BF16"; keys "transformer.wte.weight", ... when
+// prefixed_keys, else "wte.weight", .... Tensor values depend only on seed
+// and the key without prefix, so both key styles hold the same weights.
+// Streams (one small buffer), atomic per file; creates DIR if needed.
+void write_random_gpt2_safetensors(const std::string& dir,
+                                   const ls_gpt2_config& c, uint64_t seed,
+                                   const std::string& dtype,
+                                   bool prefixed_keys);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_FORMATS_GPT2_CHECKPOINT_H_

@@ -1,0 +1,78 @@
+#include <algorithm>
+
+#include "lockstep/error.h"
+#include "lockstep/gpt2.h"
+
+namespace lockstep {
+namespace {
+
+void check(ls_status s, const std::string& what) {
+  if (s != LS_OK) throw Error(what + ": " + ls_status_message(s));
+}
+
+}  // namespace
+
+Gpt2Memory gpt2_memory_plan(const ls_gpt2_config& c, int max_prefix) {
+  if (!ls_gpt2_config_valid(&c)) check(LS_ERR_CONFIG, "GPT-2 memory plan");
+  const int n = max_prefix > 0 ? std::min(max_prefix, c.n_ctx) : c.n_ctx;
+  Gpt2Memory m;
+  m.weights = ls_gpt2_param_count(&c) * sizeof(float);
+  m.cache = ls_gpt2_cache_floats(&c) * sizeof(float);
+  m.scratch = std::max(ls_gpt2_step_scratch_floats(&c),
+                       ls_gpt2_infer_scratch_floats(&c, n)) *
+              sizeof(float);
+  m.logits = size_t(c.n_vocab) * sizeof(float);
+  return m;
+}
+
+Gpt2Session::Gpt2Session(const Gpt2View& view, int max_prefix) : view_(view) {
+  const ls_gpt2_config& c = view.config;
+  if (!ls_gpt2_config_valid(&c)) check(LS_ERR_CONFIG, "GPT-2 session");
+  if (!view.weights || view.words != ls_gpt2_param_count(&c)) {
+    throw Error("GPT-2 session: " + std::to_string(view.words) +
+                " weights, the config needs " +
+                std::to_string(ls_gpt2_param_count(&c)));
+  }
+  max_prefix_ = max_prefix > 0 ? std::min(max_prefix, c.n_ctx) : c.n_ctx;
+  memory_ = gpt2_memory_plan(c, max_prefix_);
+  cache_.assign(memory_.cache / sizeof(float), 0.0f);
+  scratch_.assign(memory_.scratch / sizeof(float), 0.0f);
+  logits_.assign(memory_.logits / sizeof(float), 0.0f);
+}
+
+std::span<const float> Gpt2Session::step(int32_t token) {
+  const ls_gpt2_config& c = view_.config;
+  if (position_ >= c.n_ctx) {
+    throw Error("GPT-2 step: the context is full (" + std::to_string(c.n_ctx) +
+                " positions)");
+  }
+  const size_t used = size_t(position_) * ls_gpt2_cache_row_floats(&c);
+  check(ls_gpt2_step(&c, view_.weights, view_.words, cache_.data(),
+                     cache_.size(), used, token, position_, scratch_.data(),
+                     scratch_.size(), logits_.data()),
+        "GPT-2 step at position " + std::to_string(position_) + " (token " +
+            std::to_string(token) + ")");
+  ++position_;
+  return logits_;
+}
+
+std::span<const float> Gpt2Session::infer(std::span<const int32_t> tokens) {
+  if (tokens.size() > size_t(max_prefix_) &&
+      tokens.size() <= size_t(view_.config.n_ctx)) {
+    throw Error("GPT-2 infer: " + std::to_string(tokens.size()) +
+                " tokens, but this session was sized for " +
+                std::to_string(max_prefix_));
+  }
+  check(ls_gpt2_infer(&view_.config, view_.weights, view_.words, tokens.data(),
+                      int(std::min<size_t>(tokens.size(), 1u << 30)),
+                      scratch_.data(), scratch_.size(), logits_.data()),
+        "GPT-2 infer over " + std::to_string(tokens.size()) + " tokens");
+  return logits_;
+}
+
+std::span<const float> Gpt2Session::cache() const {
+  return {cache_.data(),
+          size_t(position_) * ls_gpt2_cache_row_floats(&view_.config)};
+}
+
+}  // namespace lockstep

@@ -1,0 +1,65 @@
+// GPT-2 sessions over packed binary32 weights: the cached step and the
+// full-prefix pass of core/ls_gpt2.h with their buffers allocated once, and
+// errors as exceptions. The memory a session needs is computed from the
+// config up front; nothing is allocated inside a step.
+#ifndef LOCKSTEP_LIB_LOCKSTEP_GPT2_H_
+#define LOCKSTEP_LIB_LOCKSTEP_GPT2_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ls_gpt2.h"
+
+namespace lockstep {
+
+// Packed weights in the order of core/ls_gpt2.h, checked finite by whoever
+// produced the view (the loaders do).
+struct Gpt2View {
+  ls_gpt2_config config{};
+  const float* weights = nullptr;
+  size_t words = 0;
+};
+
+// The config's memory plan, in bytes.
+struct Gpt2Memory {
+  size_t weights = 0;  // the packed weights (mapped or owned by the loader)
+  size_t cache = 0;    // n_ctx positions of keys and values
+  size_t scratch = 0;  // working buffers of one step / one full pass
+  size_t logits = 0;
+  size_t total() const { return weights + cache + scratch + logits; }
+};
+Gpt2Memory gpt2_memory_plan(const ls_gpt2_config& c, int max_prefix);
+
+class Gpt2Session {
+ public:
+  // Checks the view (config, word count) and allocates the cache, scratch
+  // for full passes of up to max_prefix tokens (default n_ctx) and logits.
+  explicit Gpt2Session(const Gpt2View& view, int max_prefix = 0);
+
+  // The cached step: consumes `token` at position(), appends its keys and
+  // values and returns the n_vocab logits (valid until the next call).
+  std::span<const float> step(int32_t token);
+  // The full-prefix pass over 1..n_ctx tokens: the last position's logits.
+  // Leaves the cache alone.
+  std::span<const float> infer(std::span<const int32_t> tokens);
+
+  int position() const { return position_; }
+  void reset() { position_ = 0; }
+  // The used part of the cache: position() rows of n_layer * 2 * n_embd.
+  std::span<const float> cache() const;
+  const ls_gpt2_config& config() const { return view_.config; }
+  const Gpt2Memory& memory() const { return memory_; }
+
+ private:
+  Gpt2View view_;
+  int max_prefix_;
+  int position_ = 0;
+  std::vector<float> cache_, scratch_, logits_;
+  Gpt2Memory memory_;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_LIB_LOCKSTEP_GPT2_H_

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: set up, build, run every test; then the same tests
+# under AddressSanitizer + UndefinedBehaviorSanitizer. CI runs this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+jobs=$(nproc)
+
+echo "== format: clang-format (Google style) on every C/C++ file =="
+files=$(git ls-files '*.c' '*.h' '*.cc' '*.cu' 2>/dev/null || true)
+[ -z "$files" ] || clang-format --dry-run --Werror $files
+
+echo "== tests (Release) =="
+ctest --test-dir build -j "$jobs" --output-on-failure
+
+echo "== tests (ASan + UBSan) =="
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DLOCKSTEP_SANITIZE=ON >/dev/null
+ninja -C build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -j "$jobs" --output-on-failure

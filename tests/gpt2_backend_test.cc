@@ -1,0 +1,533 @@
+// Every GPT-2 backend (backends/backend.h) against the scalar reference
+// (core/ls_gpt2.c), byte for byte: every logit and every cache word, via the
+// cached step and via the full-prefix pass, for every ISA this machine can
+// run and for 1 and 2 threads (docs/arithmetic.md §1.7: vector width,
+// thread count and tiling do not change the result). Also the kernels one
+// by one against the core functions they replace, on inputs chosen to hit
+// every branch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/kernels.h"
+#include "formats/gpt2_checkpoint.h"
+#include "lockstep/error.h"
+#include "ls_arith.h"
+#include "ls_gpt2.h"
+#include "ls_ops32.h"
+
+namespace {
+
+using lockstep::Gpt2Backend;
+using lockstep::make_gpt2_backend;
+
+// memcmp-equality; on failure the first differing index and both values in
+// hex.
+::testing::AssertionResult BytesEqual(const float* got, const float* want,
+                                      size_t n) {
+  if (std::memcmp(got, want, n * sizeof(float)) == 0) {
+    return ::testing::AssertionSuccess();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "first difference at index %zu of %zu: got %a, "
+                    "reference %a",
+                    i, n, double(got[i]), double(want[i]));
+      return ::testing::AssertionFailure() << buf;
+    }
+  }
+  return ::testing::AssertionFailure();
+}
+
+::testing::AssertionResult BytesEqual(const std::vector<float>& got,
+                                      const std::vector<float>& want) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << "sizes differ: " << got.size() << " vs " << want.size();
+  }
+  return BytesEqual(got.data(), want.data(), got.size());
+}
+
+// Seeded random packed weights: matrices and embeddings small, LayerNorm
+// gains near 1, biases small, never zero (as write_random_gpt2_safetensors,
+// generated in memory).
+std::vector<float> RandomWeights(const ls_gpt2_config& c, uint64_t seed) {
+  std::vector<float> w(ls_gpt2_param_count(&c));
+  uint64_t s = seed;
+  auto next = [&s] {  // SplitMix64
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (const auto& t : lockstep::gpt2_tensor_table(c)) {
+    float center = 0.0f, scale = 0.04f;
+    if (t.name == "wte") {
+      scale = 0.1f;
+    } else if (t.name == "wpe") {
+      scale = 0.02f;
+    } else if (t.name.ends_with(".g")) {
+      center = 1.0f, scale = 0.1f;
+    } else if (t.name.ends_with(".b")) {
+      scale = 0.02f;
+    }
+    float* p = w.data() + t.offset;
+    for (size_t i = 0; i < t.words(); ++i) {
+      // A uniform in (-1, 1) with 24 bits, never 0.
+      const float u = (float(int32_t(next() >> 40) - (1 << 23)) + 0.5f) *
+                      0x1p-23f;
+      p[i] = center + scale * u;
+    }
+  }
+  return w;
+}
+
+std::vector<int32_t> RandomTokens(const ls_gpt2_config& c, int n,
+                                  uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, c.n_vocab - 1);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
+// What a backend is asked for: a name and a thread count.
+struct Variant {
+  std::string name;
+  int threads;
+};
+
+std::vector<Variant> FastVariants() {
+  std::vector<Variant> v;
+  for (const auto& isa : lockstep::cpu::supported_isas()) {
+    for (int threads : {1, 2}) v.push_back({"cpu-" + isa, threads});
+  }
+  return v;
+}
+
+void PrintTo(const Variant& v, std::ostream* os) {
+  *os << v.name << " x" << v.threads;
+}
+
+std::string VariantName(const ::testing::TestParamInfo<Variant>& i) {
+  std::string s = i.param.name + "_x" + std::to_string(i.param.threads);
+  for (auto& ch : s) {
+    if (ch == '-') ch = '_';
+  }
+  return s;
+}
+
+// The outputs of a run of cached steps and full passes.
+struct Trace {
+  std::vector<std::vector<float>> step_logits;   // per position
+  std::vector<float> cache;                      // after the last step
+  std::vector<std::vector<float>> infer_logits;  // per prefix length
+};
+
+// Steps over all tokens (recording every position's logits and the cache),
+// then full passes over the prefixes in `prefixes`.
+Trace RunTrace(Gpt2Backend& b, const ls_gpt2_config& c,
+          const std::vector<int32_t>& tokens, const std::vector<int>& prefixes) {
+  Trace t;
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  t.cache.assign(tokens.size() * row, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> logits(size_t(c.n_vocab));
+  for (size_t p = 0; p < tokens.size(); ++p) {
+    EXPECT_EQ(b.step(t.cache.data(), t.cache.size(), p * row, tokens[p],
+                     int32_t(p), logits.data()),
+              LS_OK)
+        << b.name() << " step at position " << p;
+    t.step_logits.push_back(logits);
+  }
+  for (int n : prefixes) {
+    EXPECT_EQ(b.infer(tokens.data(), n, logits.data()), LS_OK)
+        << b.name() << " infer over " << n;
+    t.infer_logits.push_back(logits);
+  }
+  return t;
+}
+
+void ExpectSameTrace(const Trace& got, const Trace& want,
+                     const std::string& what) {
+  ASSERT_EQ(got.step_logits.size(), want.step_logits.size());
+  for (size_t p = 0; p < want.step_logits.size(); ++p) {
+    EXPECT_TRUE(BytesEqual(got.step_logits[p], want.step_logits[p]))
+        << what << ": step logits at position " << p;
+  }
+  EXPECT_TRUE(BytesEqual(got.cache, want.cache)) << what << ": cache words";
+  ASSERT_EQ(got.infer_logits.size(), want.infer_logits.size());
+  for (size_t i = 0; i < want.infer_logits.size(); ++i) {
+    EXPECT_TRUE(BytesEqual(got.infer_logits[i], want.infer_logits[i]))
+        << what << ": infer logits, pass " << i;
+  }
+}
+
+std::vector<int> AllPrefixes(int n) {
+  std::vector<int> p;
+  for (int i = 1; i <= n; ++i) p.push_back(i);
+  return p;
+}
+
+// ------------------------------------------------------------- kernels
+
+class Kernels : public ::testing::TestWithParam<std::string> {
+ protected:
+  const lockstep::cpu::CpuKernels& k() const {
+    return *lockstep::cpu::kernels_for(GetParam());
+  }
+};
+
+std::vector<float> Uniform(std::mt19937_64& rng, size_t n, float lo,
+                           float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Inputs for §3: a dense sweep, every range boundary and its neighbours,
+// results in the subnormal range, signed zeros and infinities.
+std::vector<float> ExpInputs() {
+  std::vector<float> x;
+  for (float v = -110.0f; v <= 100.0f; v += 0.0173f) x.push_back(v);
+  for (float b : {0x1.62e42ep+6f, -0x1.9fe368p+6f, 0.0f, -87.33655f,
+                  -87.5f, -88.0f, -100.0f, -103.27893f, 88.0f, 88.37626f,
+                  88.72283f, 1e-30f, -1e-30f, 1e-45f, 0.5f, -0.5f}) {
+    float lo = b, hi = b;
+    for (int i = 0; i < 40; ++i) {
+      x.push_back(lo), x.push_back(hi), x.push_back(-lo), x.push_back(-hi);
+      lo = std::nextafter(lo, -INFINITY), hi = std::nextafter(hi, INFINITY);
+    }
+  }
+  x.push_back(-0.0f);
+  x.push_back(INFINITY);
+  x.push_back(-INFINITY);
+  x.push_back(3e38f);
+  x.push_back(-3e38f);
+  std::mt19937_64 rng(7);
+  for (float v : Uniform(rng, 20000, -120.0f, 120.0f)) x.push_back(v);
+  return x;
+}
+
+TEST_P(Kernels, ExpIsLsExp32BitForBit) {
+  const auto x = ExpInputs();
+  std::vector<float> got(x.size()), want(x.size());
+  k().exp(x.data(), got.data(), int(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) want[i] = ls_exp32(x[i]);
+  EXPECT_TRUE(BytesEqual(got, want));
+}
+
+TEST_P(Kernels, GeluIsLsGelu32BitForBit) {
+  std::vector<float> x;
+  for (float v = -30.0f; v <= 30.0f; v += 0.00731f) x.push_back(v);
+  for (float v : ExpInputs()) x.push_back(v / 8.0f);
+  for (float v : {0.0f, -0.0f, 1e-40f, -1e-40f, 1e10f, -1e10f, 1e13f,
+                  -1e13f, 3e38f, -3e38f, INFINITY, -INFINITY}) {
+    x.push_back(v);
+  }
+  std::vector<float> got = x, want(x.size());
+  k().gelu(got.data(), int(got.size()));
+  for (size_t i = 0; i < x.size(); ++i) want[i] = ls_gelu32(x[i]);
+  EXPECT_TRUE(BytesEqual(got, want));
+}
+
+TEST_P(Kernels, MatmulIsLsMatvec32PerPosition) {
+  std::mt19937_64 rng(11);
+  // n_in: blocked (multiple of 16, block lengths 1, 3, 48, 192) and
+  // sequential; n_out: multiples of every tile and ragged; positions:
+  // every remainder of every tile height.
+  for (int n_in : {16, 48, 40, 64, 768, 3072, 7}) {
+    for (int n_out : {1, 5, 16, 40, 64, 144, 200, 2304}) {
+      if (size_t(n_in) * size_t(n_out) > 800000) continue;
+      const auto w = Uniform(rng, size_t(n_in) * size_t(n_out), -1, 1);
+      const auto bias = Uniform(rng, size_t(n_out), -1, 1);
+      for (int n : {1, 2, 3, 5, 6, 7, 13}) {
+        const auto x = Uniform(rng, size_t(n) * size_t(n_in), -1, 1);
+        for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+          std::vector<float> got(size_t(n) * size_t(n_out), NAN),
+              want(got.size()), partial(16 * size_t(n_out));
+          // Two column ranges, as two threads would split them.
+          const int mid = (n_out / 2 + 15) / 16 * 16 > n_out
+                              ? n_out
+                              : (n_out / 2 + 15) / 16 * 16;
+          k().matmul(x.data(), size_t(n_in), n, w.data(), b, n_in, n_out, 0,
+                     mid, got.data(), size_t(n_out));
+          k().matmul(x.data(), size_t(n_in), n, w.data(), b, n_in, n_out, mid,
+                     n_out, got.data(), size_t(n_out));
+          for (int t = 0; t < n; ++t) {
+            ls_matvec32(x.data() + size_t(t) * size_t(n_in), w.data(), b,
+                        n_in, n_out, partial.data(),
+                        want.data() + size_t(t) * size_t(n_out));
+          }
+          ASSERT_TRUE(BytesEqual(got, want))
+              << "n_in " << n_in << " n_out " << n_out << " n " << n
+              << (b ? " with bias" : " without bias");
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Kernels, RowdotsIsLsRowdots32) {
+  std::mt19937_64 rng(12);
+  // K = 1600 has blocks of 100: a partial chunk for every vector width.
+  for (int K : {16, 40, 48, 64, 768, 1600, 9}) {
+    const int rows = 53;
+    const auto m = Uniform(rng, size_t(rows) * size_t(K), -1, 1);
+    const auto h = Uniform(rng, size_t(K), -2, 2);
+    std::vector<float> got(static_cast<size_t>(rows), NAN),
+        want(static_cast<size_t>(rows));
+    k().rowdots(h.data(), m.data(), K, 0, 21, got.data());
+    k().rowdots(h.data(), m.data(), K, 21, rows, got.data());
+    ls_rowdots32(h.data(), m.data(), K, rows, want.data());
+    EXPECT_TRUE(BytesEqual(got, want)) << "K " << K;
+  }
+}
+
+TEST_P(Kernels, AttendIsDotSoftmaxWeightedSum) {
+  std::mt19937_64 rng(13);
+  for (int D : {64, 16, 20, 48, 3}) {
+    for (int n : {1, 2, 15, 16, 17, 40, 100}) {
+      const size_t stride = size_t(3 * D + 5);
+      const auto q = Uniform(rng, size_t(D), -3, 3);
+      const auto kv = Uniform(rng, size_t(n) * stride + size_t(2 * D), -3, 3);
+      const float* keys = kv.data();
+      const float* values = kv.data() + D;
+      const float scale = __builtin_sqrtf(float(D));
+      const size_t un = static_cast<size_t>(n), uD = static_cast<size_t>(D);
+      std::vector<float> score(un), got(uD, NAN), want(uD), s(un);
+      k().attend(q.data(), keys, values, stride, D, n, scale, score.data(),
+                 got.data());
+      // core/ls_gpt2.c's ls_attend, for one head.
+      for (int j = 0; j < n; ++j) {
+        s[size_t(j)] =
+            ls_dot32(q.data(), keys + size_t(j) * stride, D, 1) / scale;
+      }
+      ls_softmax32(s.data(), n, s.data());
+      for (int d = 0; d < D; ++d) {
+        float acc = 0.0f;
+        for (int j = 0; j < n; ++j) {
+          acc = acc + s[size_t(j)] * values[size_t(j) * stride + size_t(d)];
+        }
+        want[size_t(d)] = acc;
+      }
+      EXPECT_TRUE(BytesEqual(got, want)) << "D " << D << " n " << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, Kernels,
+                         ::testing::ValuesIn(lockstep::cpu::supported_isas()),
+                         [](const auto& i) { return i.param; });
+
+// ------------------------------------------------------------- backends
+
+class Backend : public ::testing::TestWithParam<Variant> {
+ protected:
+  std::unique_ptr<Gpt2Backend> Make(const ls_gpt2_config& c, const float* w,
+                                    size_t words, int max_prefix = 0) const {
+    return make_gpt2_backend(GetParam().name, c, w, words, GetParam().threads,
+                             max_prefix);
+  }
+};
+
+// (a) Hugging Face's fixture: every position of both cases, cached and full.
+TEST_P(Backend, HfFixtureEveryPositionBytesEqualToReference) {
+  const std::string dir = LOCKSTEP_SOURCE_DIR "/tests/data/hf-gpt2-A";
+  const lockstep::Gpt2Weights w = lockstep::load_gpt2(dir);
+  std::ifstream in(dir + "/cases.json");
+  const auto cases = nlohmann::json::parse(in)["cases"];
+  ASSERT_EQ(cases.size(), 2u);
+  auto ref = make_gpt2_backend("reference", w.config, w.data(), w.words(), 1,
+                               0);
+  auto fast = Make(w.config, w.data(), w.words());
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const std::vector<int32_t> ids = cases[ci]["input_ids"];
+    const auto prefixes = AllPrefixes(int(ids.size()));
+    const Trace want = RunTrace(*ref, w.config, ids, prefixes);
+    const Trace got = RunTrace(*fast, w.config, ids, prefixes);
+    ExpectSameTrace(got, want, fast->name() + " case " + std::to_string(ci));
+  }
+}
+
+// (b) Small random configs: widths that are not multiples of 16 (n_embd 40:
+// the sequential §2.1 branch everywhere but c_proj of the MLP; head widths
+// 16, 20, 8), and vector tails in every product.
+TEST_P(Backend, SmallConfigsBytesEqualToReference) {
+  const ls_gpt2_config configs[] = {
+      {300, 24, 48, 3, 2},   // D = 16: blocks of one element
+      {301, 20, 40, 2, 2},   // n_embd 40, D = 20: sequential dots
+      {257, 18, 64, 4, 3},   // D = 16, three layers
+      {97, 70, 128, 2, 1},   // D = 64: the blocked head dot; 70 positions
+      {131, 16, 24, 3, 1},   // D = 8
+  };
+  uint64_t seed = 100;
+  for (const auto& c : configs) {
+    const auto w = RandomWeights(c, ++seed);
+    const auto tokens = RandomTokens(c, c.n_ctx, seed);
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+    auto fast = Make(c, w.data(), w.size());
+    const std::vector<int> prefixes = {1, 2, 3, 7, c.n_ctx / 2 + 1, c.n_ctx};
+    const Trace want = RunTrace(*ref, c, tokens, prefixes);
+    const Trace got = RunTrace(*fast, c, tokens, prefixes);
+    ExpectSameTrace(got, want,
+                    fast->name() + " n_embd " + std::to_string(c.n_embd));
+  }
+}
+
+// The checks and status codes of ls_gpt2_step / ls_gpt2_infer, in order.
+TEST_P(Backend, StatusCodesAreTheReferences) {
+  const ls_gpt2_config c = {50, 8, 32, 2, 1};
+  const auto w = RandomWeights(c, 5);
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 4);
+  auto fast = Make(c, w.data(), w.size(), 4);
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  std::vector<float> cache(ls_gpt2_cache_floats(&c)), logits(50);
+  struct StepCase {
+    float* cache;
+    size_t cap, len;
+    int32_t token, position;
+    float* logits;
+  };
+  const StepCase steps[] = {
+      {nullptr, cache.size(), 0, 1, 0, logits.data()},
+      {cache.data(), cache.size(), 0, 1, 0, nullptr},
+      {cache.data(), cache.size(), 0, 50, 0, logits.data()},
+      {cache.data(), cache.size(), 0, -1, 0, logits.data()},
+      {cache.data(), cache.size(), 8 * row, 1, 8, logits.data()},
+      {cache.data(), cache.size(), row, 1, 0, logits.data()},
+      {cache.data(), row - 1, 0, 1, 0, logits.data()},
+  };
+  for (const auto& s : steps) {
+    EXPECT_EQ(fast->step(s.cache, s.cap, s.len, s.token, s.position, s.logits),
+              ref->step(s.cache, s.cap, s.len, s.token, s.position, s.logits));
+  }
+  const int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const int32_t bad[2] = {1, 77};
+  EXPECT_EQ(fast->infer(toks, 0, logits.data()), LS_ERR_EMPTY_SEQUENCE);
+  EXPECT_EQ(fast->infer(toks, 9, logits.data()), LS_ERR_SEQUENCE_TOO_LONG);
+  EXPECT_EQ(fast->infer(toks, 5, logits.data()), LS_ERR_SCRATCH);
+  EXPECT_EQ(ref->infer(toks, 5, logits.data()), LS_ERR_SCRATCH);
+  EXPECT_EQ(fast->infer(bad, 2, logits.data()), LS_ERR_TOKEN);
+  EXPECT_EQ(fast->infer(nullptr, 2, logits.data()), LS_ERR_NULL);
+  EXPECT_EQ(fast->infer(toks, 4, nullptr), LS_ERR_NULL);
+  EXPECT_EQ(fast->infer(toks, 4, logits.data()), LS_OK);
+}
+
+// Overflowing weights give LS_ERR_OUTPUT_NONFINITE, as the reference does.
+TEST_P(Backend, NonFiniteLogitsAreAnError) {
+  const ls_gpt2_config c = {40, 4, 16, 1, 1};
+  auto w = RandomWeights(c, 6);
+  for (int i = 0; i < 16; ++i) w[size_t(i)] = 3e38f;  // wte[0]
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+  auto fast = Make(c, w.data(), w.size());
+  std::vector<float> cache(ls_gpt2_cache_floats(&c)), logits(40);
+  const int32_t t = 0;
+  EXPECT_EQ(ref->infer(&t, 1, logits.data()), LS_ERR_OUTPUT_NONFINITE);
+  EXPECT_EQ(fast->infer(&t, 1, logits.data()), LS_ERR_OUTPUT_NONFINITE);
+  EXPECT_EQ(fast->step(cache.data(), cache.size(), 0, 0, 0, logits.data()),
+            LS_ERR_OUTPUT_NONFINITE);
+}
+
+TEST_P(Backend, ReportsItsMemoryAndName) {
+  const auto& c = lockstep::kGpt2_124M;
+  // No weights are read at creation: a null-free dummy pointer suffices.
+  static const float dummy = 0.0f;
+  auto b = make_gpt2_backend(GetParam().name, c, &dummy,
+                             ls_gpt2_param_count(&c), GetParam().threads, 128);
+  EXPECT_EQ(b->extra_memory_bytes(),
+            lockstep::backends::cpu_backend_memory_bytes(c, GetParam().threads,
+                                                         128));
+  EXPECT_EQ(b->name(),
+            GetParam().name + " x" + std::to_string(GetParam().threads));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, Backend, ::testing::ValuesIn(FastVariants()),
+                         VariantName);
+
+TEST(BackendFactory, RejectsWhatItCannotRun) {
+  const ls_gpt2_config c = {40, 4, 16, 1, 1};
+  const auto w = RandomWeights(c, 1);
+  EXPECT_THROW(make_gpt2_backend("gpu", c, w.data(), w.size(), 1, 0),
+               lockstep::Error);
+  EXPECT_THROW(make_gpt2_backend("cpu-sse9", c, w.data(), w.size(), 1, 0),
+               lockstep::Error);
+  EXPECT_THROW(make_gpt2_backend("cpu", c, w.data(), w.size(), 0, 0),
+               lockstep::Error);
+  EXPECT_THROW(make_gpt2_backend("reference", c, w.data(), w.size(), 2, 0),
+               lockstep::Error);
+  EXPECT_THROW(make_gpt2_backend("cpu", c, w.data(), w.size() - 1, 1, 0),
+               lockstep::Error);
+  for (const char* isa : {"avx512", "avx2"}) {
+    if (!lockstep::cpu::isa_supported(isa)) {
+      EXPECT_THROW(make_gpt2_backend(std::string("cpu-") + isa, c, w.data(),
+                                     w.size(), 1, 0),
+                   lockstep::Error);
+    }
+  }
+  EXPECT_NE(make_gpt2_backend("cpu", c, w.data(), w.size(), 2, 0)->name(), "");
+}
+
+// (c) Full-size GPT-2 124M with seeded random weights: 8 cached steps, a
+// full pass over 8 tokens, and one step at position 40 (positions 8..39
+// filled by the fast path), every backend and thread count against the
+// reference. One test, so the weights and the reference run once (about
+// 20 s of the reference's time in Release).
+TEST(Gpt2_124M, EveryBackendBytesEqualToReference) {
+  const ls_gpt2_config c = lockstep::kGpt2_124M;
+  const auto w = RandomWeights(c, 124);
+  const auto tokens = RandomTokens(c, 41, 124);
+  const std::vector<int32_t> first8(tokens.begin(), tokens.begin() + 8);
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 8);
+  const Trace want = RunTrace(*ref, c, first8, {8});
+
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  const int late = 40;
+  std::vector<float> late_cache, late_want(V);
+  for (const auto& v : FastVariants()) {
+    auto fast = make_gpt2_backend(v.name, c, w.data(), w.size(), v.threads, 8);
+    const Trace got = RunTrace(*fast, c, first8, {8});
+    ExpectSameTrace(got, want, fast->name() + " (124M)");
+    if (late_cache.empty()) {
+      // Fill positions 8 .. late-1 with this (already checked) fast path.
+      late_cache.assign(size_t(late + 1) * row, 0.0f);
+      std::copy(want.cache.begin(), want.cache.end(), late_cache.begin());
+      std::vector<float> logits(V);
+      for (int p = 8; p < late; ++p) {
+        ASSERT_EQ(fast->step(late_cache.data(), late_cache.size(),
+                             size_t(p) * row, tokens[size_t(p)], p,
+                             logits.data()),
+                  LS_OK);
+      }
+      ASSERT_EQ(ref->step(late_cache.data(), late_cache.size(),
+                          size_t(late) * row, tokens[size_t(late)], late,
+                          late_want.data()),
+                LS_OK);
+    }
+    std::vector<float> cache = late_cache, logits(V);
+    std::fill(cache.begin() + std::ptrdiff_t(size_t(late) * row), cache.end(),
+              NAN);
+    ASSERT_EQ(fast->step(cache.data(), cache.size(), size_t(late) * row,
+                         tokens[size_t(late)], late, logits.data()),
+              LS_OK);
+    EXPECT_TRUE(BytesEqual(logits, late_want))
+        << fast->name() << ": step logits at position " << late;
+    EXPECT_TRUE(BytesEqual(cache, late_cache))
+        << fast->name() << ": cache words after the step at " << late;
+  }
+}
+
+}  // namespace
