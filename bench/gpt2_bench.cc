@@ -1,2 +1,407 @@
+// GPT-2 124M (seeded random binary32 weights, 498 MB) on the GPT-2 backends
+// (backends/backend.h), with the machine's own limits measured in the same
+// run (docs/cpu-backend.md):
+//  - memory/read_1GB/threads:T    streaming read of a 1 GB buffer: the
+//                                  bandwidth the decode floor is built on;
+//  - peak/nofma/threads:T          independent vmulps + vaddps chains: the
+//                                  non-FMA arithmetic peak (AVX-512, else
+//                                  AVX2);
+//  - decode/<backend>/threads:T/pos:P  one cached step per iteration at
+//                                  positions P .. P+127 (P = 0) or cycling
+//                                  over P .. P+15 (P = 1000, the cache
+//                                  filled with random rows first).
+//                                  Counters: tok/s, floor_ms = the time of
+//                                  a streaming read of the weights' 498 MB
+//                                  by T threads, measured after every step
+//                                  (the machine's bandwidth drifts),
+//                                  floor_ratio = floor time / step time
+//                                  (1.0 = at the memory floor);
+//  - prefill/<backend>/threads:T   infer() over 128 tokens; counters
+//                                  GFLOP/s (formula below) and peak_frac =
+//                                  GFLOP/s / the measured peak of T threads;
+//  - decode/reference              the scalar core, one step (baseline).
+// Run: build/gpt2_bench --benchmark_repetitions=5
+//      --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
-BENCHMARK_MAIN();
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu_isa.h"
+#include "formats/gpt2_checkpoint.h"
+#include "ls_gpt2.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+const ls_gpt2_config kC = lockstep::kGpt2_124M;
+
+// Seeded random weights as tests/gpt2_backend_test.cc makes them.
+const std::vector<float>& Weights() {
+  static const std::vector<float> w = [] {
+    std::vector<float> v(ls_gpt2_param_count(&kC));
+    uint64_t s = 124;
+    auto next = [&s] {
+      uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      return z ^ (z >> 31);
+    };
+    for (const auto& t : lockstep::gpt2_tensor_table(kC)) {
+      float center = 0.0f, scale = 0.04f;
+      if (t.name == "wte") {
+        scale = 0.1f;
+      } else if (t.name == "wpe") {
+        scale = 0.02f;
+      } else if (t.name.ends_with(".g")) {
+        center = 1.0f, scale = 0.1f;
+      } else if (t.name.ends_with(".b")) {
+        scale = 0.02f;
+      }
+      float* p = v.data() + t.offset;
+      for (size_t i = 0; i < t.words(); ++i) {
+        const float u = (float(int32_t(next() >> 40) - (1 << 23)) + 0.5f) *
+                        0x1p-23f;
+        p[i] = center + scale * u;
+      }
+    }
+    return v;
+  }();
+  return w;
+}
+
+// Bytes one decode step must read at least: every weight once (the
+// position embedding row aside, this is all of them).
+double WeightBytes() { return double(ls_gpt2_param_count(&kC)) * 4.0; }
+
+// ------------------------------------------------------------ machine
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) float SumAvx2(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i < n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0];
+}
+#endif
+
+float Sum(const float* p, size_t n) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) return SumAvx2(p, n);
+#endif
+  float s = 0;
+  for (size_t i = 0; i < n; ++i) s += p[i];
+  return s;
+}
+
+// One timed read of a 1 GB buffer split over `threads` threads (threads
+// created before the clock starts, released together).
+double ReadSeconds(const float* buf, size_t n, int threads) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> team;
+  std::vector<float> sink(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    team.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load()) {
+      }
+      const size_t chunk = n / size_t(threads);
+      sink[size_t(t)] = Sum(buf + size_t(t) * chunk, chunk);
+    });
+  }
+  while (ready.load() != threads) {
+  }
+  const auto t0 = Clock::now();
+  go.store(true);
+  for (auto& th : team) th.join();
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  benchmark::DoNotOptimize(sink.data());
+  return s;
+}
+
+struct Buffer {
+  float* p;
+  size_t n;
+};
+const Buffer& BigBuffer() {
+  static const Buffer b = [] {
+    const size_t bytes = size_t(1) << 30;
+    float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    for (size_t i = 0; i < bytes / 4; ++i) p[i] = 1.0f;
+    return Buffer{p, bytes / 4};
+  }();
+  return b;
+}
+
+// The best of five reads: the bandwidth this machine gives T threads.
+double Bandwidth(int threads) {
+  static double bw[3] = {0, 0, 0};
+  if (bw[threads] == 0) {
+    const Buffer& b = BigBuffer();
+    ReadSeconds(b.p, b.n, threads);  // warm (page faults)
+    double best = 1e30;
+    for (int r = 0; r < 5; ++r) best = std::min(best, ReadSeconds(b.p, b.n, threads));
+    bw[threads] = double(b.n) * 4.0 / best;
+  }
+  return bw[threads];
+}
+
+void BM_Bandwidth(benchmark::State& state) {
+  const int threads = int(state.range(0));
+  const Buffer& b = BigBuffer();
+  ReadSeconds(b.p, b.n, threads);
+  double secs = 0;
+  for (auto _ : state) {
+    const double s = ReadSeconds(b.p, b.n, threads);
+    state.SetIterationTime(s);
+    secs += s;
+  }
+  state.counters["GB/s"] =
+      double(b.n) * 4.0 * double(state.iterations()) / secs / 1e9;
+  state.counters["best_GB/s"] = Bandwidth(threads) / 1e9;
+}
+BENCHMARK(BM_Bandwidth)->Name("memory/read_1GB")->ArgName("threads")
+    ->Arg(1)->Arg(2)->UseManualTime()->Iterations(5);
+
+// Independent multiply and add chains, 8 of each per round, all in
+// registers: the arithmetic a non-FMA kernel can issue per cycle.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"), noinline)) double PeakAvx512(long rounds) {
+  __m512 m[8], a[8];
+  for (int i = 0; i < 8; ++i) {
+    m[i] = _mm512_set1_ps(1.0f + float(i) * 1e-3f);
+    a[i] = _mm512_set1_ps(0.5f * float(i));
+  }
+  const __m512 c = _mm512_set1_ps(0.9999999f), d = _mm512_set1_ps(1e-9f);
+  for (long r = 0; r < rounds; ++r) {
+    for (int i = 0; i < 8; ++i) {
+      m[i] = _mm512_mul_ps(m[i], c);
+      a[i] = _mm512_add_ps(a[i], d);
+    }
+  }
+  float out[16];
+  __m512 s = _mm512_setzero_ps();
+  for (int i = 0; i < 8; ++i) s = _mm512_add_ps(s, _mm512_add_ps(m[i], a[i]));
+  _mm512_storeu_ps(out, s);
+  return double(rounds) * 16.0 * 16.0 + out[0] * 0.0;  // flops
+}
+__attribute__((target("avx2"), noinline)) double PeakAvx2(long rounds) {
+  __m256 m[8], a[8];
+  for (int i = 0; i < 8; ++i) {
+    m[i] = _mm256_set1_ps(1.0f + float(i) * 1e-3f);
+    a[i] = _mm256_set1_ps(0.5f * float(i));
+  }
+  const __m256 c = _mm256_set1_ps(0.9999999f), d = _mm256_set1_ps(1e-9f);
+  for (long r = 0; r < rounds; ++r) {
+    for (int i = 0; i < 8; ++i) {
+      m[i] = _mm256_mul_ps(m[i], c);
+      a[i] = _mm256_add_ps(a[i], d);
+    }
+  }
+  float out[8];
+  __m256 s = _mm256_setzero_ps();
+  for (int i = 0; i < 8; ++i) s = _mm256_add_ps(s, _mm256_add_ps(m[i], a[i]));
+  _mm256_storeu_ps(out, s);
+  return double(rounds) * 16.0 * 8.0 + out[0] * 0.0;
+}
+#endif
+
+double PeakOnce(int threads) {
+  const long rounds = 20000000;
+  std::vector<std::thread> team;
+  std::vector<double> flops(static_cast<size_t>(threads));
+  const auto t0 = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    team.emplace_back([&, t] {
+#if defined(__x86_64__)
+      flops[size_t(t)] = __builtin_cpu_supports("avx512f") ? PeakAvx512(rounds)
+                                                           : PeakAvx2(rounds);
+#endif
+    });
+  }
+  for (auto& th : team) th.join();
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  double total = 0;
+  for (double f : flops) total += f;
+  return total / s;
+}
+
+// The best of five: the non-FMA peak (flop/s) of T threads.
+double Peak(int threads) {
+  static double peak[3] = {0, 0, 0};
+  if (peak[threads] == 0) {
+    for (int r = 0; r < 5; ++r) peak[threads] = std::max(peak[threads], PeakOnce(threads));
+  }
+  return peak[threads];
+}
+
+void BM_Peak(benchmark::State& state) {
+  const int threads = int(state.range(0));
+  double rate = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    rate = std::max(rate, PeakOnce(threads));
+    state.SetIterationTime(
+        std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  state.counters["GFLOP/s"] = rate / 1e9;
+  state.counters["best_GFLOP/s"] = Peak(threads) / 1e9;
+}
+BENCHMARK(BM_Peak)->Name("peak/nofma")->ArgName("threads")->Arg(1)->Arg(2)
+    ->UseManualTime()->Iterations(3);
+
+// ------------------------------------------------------------ GPT-2
+
+std::unique_ptr<lockstep::Gpt2Backend> Make(const std::string& name,
+                                            int threads, int max_prefix) {
+  const auto& w = Weights();
+  return lockstep::make_gpt2_backend(name, kC, w.data(), w.size(), threads,
+                                     max_prefix);
+}
+
+std::vector<int32_t> Tokens(int n) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int32_t> d(0, kC.n_vocab - 1);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
+// One cached step per iteration. pos 0: positions 0 .. 127, then again;
+// pos 1000: the cache holds 1000 random rows, steps cycle over 1000 .. 1015.
+void Decode(benchmark::State& state, const std::string& name, int threads,
+            int first) {
+  auto b = Make(name, threads, 1);
+  const size_t row = ls_gpt2_cache_row_floats(&kC);
+  std::vector<float> cache(ls_gpt2_cache_floats(&kC), 0.0f);
+  if (first > 0) {
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<float> d(-1, 1);
+    for (size_t i = 0; i < size_t(first) * row; ++i) cache[i] = d(rng);
+  }
+  const int span = first > 0 ? 16 : 128;
+  const auto tokens = Tokens(span);
+  std::vector<float> logits(size_t(kC.n_vocab));
+  const bool floor = name != "reference";
+  const Buffer& buf = BigBuffer();
+  const size_t floor_floats = size_t(WeightBytes() / 4.0) / 256 * 256;
+  int p = 0;
+  double secs = 0, read_secs = 0;
+  for (auto _ : state) {
+    const int pos = first + p;
+    const auto t0 = Clock::now();
+    const ls_status s = b->step(cache.data(), cache.size(), size_t(pos) * row,
+                                tokens[size_t(p)], pos, logits.data());
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    state.SetIterationTime(dt);
+    secs += dt;
+    if (s != LS_OK) state.SkipWithError(ls_status_message(s));
+    p = (p + 1) % span;
+    // The floor, measured between steps under the same conditions: one
+    // streaming read of as many bytes as the weights, same thread count.
+    if (floor) read_secs += ReadSeconds(buf.p, floor_floats, threads);
+  }
+  const double per_token = secs / double(state.iterations());
+  state.counters["tok/s"] = 1.0 / per_token;
+  state.counters["ms/tok"] = per_token * 1e3;
+  if (floor) {
+    state.counters["floor_ms"] = read_secs / double(state.iterations()) * 1e3;
+    state.counters["floor_ratio"] = read_secs / secs;
+  }
+  state.SetLabel(b->name());
+}
+
+// Prefill flops for n tokens: 2 flops per weight of every block matrix per
+// position (2 * n * L * 12 C^2), the attention products (4 C flops per
+// (query, key) pair per layer: q.k and p.v), and the head for the last
+// position (2 V C). LayerNorm, softmax, GELU and biases are not counted.
+double PrefillFlops(int n) {
+  const double C = kC.n_embd, L = kC.n_layer, V = kC.n_vocab;
+  const double pairs = double(n) * double(n + 1) / 2.0;
+  return 2.0 * n * L * 12.0 * C * C + 4.0 * C * L * pairs + 2.0 * V * C;
+}
+
+void Prefill(benchmark::State& state, const std::string& name, int threads) {
+  const int n = 128;
+  auto b = Make(name, threads, n);
+  const auto tokens = Tokens(n);
+  std::vector<float> logits(size_t(kC.n_vocab));
+  double secs = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    const ls_status s = b->infer(tokens.data(), n, logits.data());
+    secs += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s != LS_OK) state.SkipWithError(ls_status_message(s));
+  }
+  const double per_pass = secs / double(state.iterations());
+  const double gflops = PrefillFlops(n) / per_pass / 1e9;
+  state.counters["GFLOP/s"] = gflops;
+  state.counters["ms/pass"] = per_pass * 1e3;
+  state.counters["tok/s"] = n / per_pass;
+  state.counters["peak_frac"] = gflops * 1e9 / Peak(threads);
+  state.SetLabel(b->name());
+}
+
+void RegisterAll() {
+  for (const auto& isa : lockstep::cpu::supported_isas()) {
+    const std::string name = "cpu-" + isa;
+    for (int threads : {1, 2}) {
+      for (int first : {0, 1000}) {
+        benchmark::RegisterBenchmark(
+            ("decode/" + name + "/threads:" + std::to_string(threads) +
+             "/pos:" + std::to_string(first))
+                .c_str(),
+            [=](benchmark::State& s) { Decode(s, name, threads, first); })
+            ->UseManualTime()
+            ->MinTime(2.0);
+      }
+    }
+  }
+  for (const auto& isa : lockstep::cpu::supported_isas()) {
+    const std::string name = "cpu-" + isa;
+    for (int threads : {1, 2}) {
+      benchmark::RegisterBenchmark(
+          ("prefill/" + name + "/threads:" + std::to_string(threads)).c_str(),
+          [=](benchmark::State& s) { Prefill(s, name, threads); })
+          ->UseRealTime()
+          ->MinTime(2.0);
+    }
+  }
+  benchmark::RegisterBenchmark(
+      "decode/reference",
+      [](benchmark::State& s) { Decode(s, "reference", 1, 0); })
+      ->UseManualTime()
+      ->Iterations(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

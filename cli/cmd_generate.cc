@@ -73,6 +73,7 @@ std::string hex_float(double v) {
 int run_tiny_generate(const GenerateArgs& args) {
   GenerateArgs a = args;
   if (a.sampler.top_k == kWholeVocabulary) a.sampler.top_k = 256;
+  const Sampler check_options(a.sampler, 256);  // bad options fail early
   const TinyModel m = load_tiny(a.model.path());
   std::vector<int32_t> prompt =
       a.tokens.empty() ? std::vector<int32_t>(a.text.begin(), a.text.end())

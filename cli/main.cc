@@ -2,6 +2,7 @@
 // computation lives in the library and the core.
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include "cli/commands.h"
 #include "lockstep/error.h"
@@ -29,6 +30,22 @@ int main(int argc, char** argv) {
       lockstep::cli::add_convert);
   add("train", "train a tiny model deterministically on Tiny Shakespeare",
       lockstep::cli::add_train);
+  // A first word that is neither a flag nor a command gets a plain message
+  // (CLI11 would only say that a subcommand is required).
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (auto& [sub, action] : actions) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr,
+                   "lockstep: error: unknown command '%s' (commands: %s)\n",
+                   argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

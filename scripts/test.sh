@@ -18,4 +18,4 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLOCKSTEP_SANITIZE=ON >/dev/null
 ninja -C build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -j "$jobs" --output-on-failure
+  ctest --test-dir build-asan -j "$jobs" --output-on-failure --label-exclude slow

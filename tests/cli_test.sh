@@ -41,7 +41,7 @@ for cmd in generate info train; do
 done
 expect 0 "lockstep 0.1.0" -- --version
 expect nonzero "A subcommand is required|subcommand" --
-expect nonzero "frobnicate" -- frobnicate
+expect 2 "unknown command .frobnicate." -- frobnicate
 expect nonzero "--no-such-flag" -- generate --no-such-flag
 
 # Bad values are errors that name the problem.
@@ -57,7 +57,7 @@ expect 1 "outside the vocabulary" -- generate --tokens -1
 expect nonzero "excludes|--tokens" -- generate --text a --tokens 1
 expect nonzero "generate" -- generate --text a --generate -3
 expect 1 "temperature must be" -- generate --text a --generate 3 --temperature 0
-expect nonzero "top-k|256" -- generate --text a --top-k 300
+expect 1 "top-k must be in \\[1, 256\\]" -- generate --text a --top-k 300
 expect nonzero "context" -- train --context 5
 expect nonzero "context" -- train
 
@@ -77,7 +77,7 @@ expect 0 "parameters +2728" -- info --model tiny64
 expect 0 "parameters +2984" -- info --model tiny128
 expect 0 "next byte after 'To b'" -- generate --model tiny4 --text 'To b'
 expect 0 "sees only the last 4 bytes" -- generate --model tiny4 --text 'To be or'
-expect 0 "^255 0x" -- generate --model tiny4 --text 'To b' --logits
+expect 0 "^255 -?0x" -- generate --model tiny4 --text 'To b' --logits
 
 # Recorded outputs (tests/golden/): exact bytes.
 check_golden() {
@@ -101,6 +101,35 @@ b=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 80 --top-k 40 --
 c=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 80 --top-k 40 --seed 4)
 [ "$a" = "$b" ] && ok || bad "same seed gave different text"
 [ "$a" != "$c" ] && ok || bad "different seeds gave the same text"
+
+# GPT-2 on the Hugging Face fixture (tests/data/hf-gpt2-A).
+hf="$root/tests/data/hf-gpt2-A"
+expect 0 "^15496,995$" -- tokenize --text "Hello world"
+expect 0 "^Hello world$" -- tokenize --decode --tokens 15496,995
+expect 0 "^50256$" -- tokenize --text "<|endoftext|>" --special
+expect 1 "outside \[0, 50257\)" -- tokenize --decode --tokens 1,50257
+expect 0 "parameters +3324736" -- info --model "$hf"
+expect 0 "converted|wrote" -- convert "$hf" "$tmp/a.lockstep"
+expect 0 "format +packed" -- info --model "$tmp/a.lockstep"
+prompt=7454,2402,257,640,11,287,257,1402,7404
+"$bin" logits --model "$hf" --tokens $prompt --all-positions --out "$tmp/l_hf" 2>/dev/null
+"$bin" logits --model "$tmp/a.lockstep" --tokens $prompt --all-positions --out "$tmp/l_packed" 2>/dev/null
+"$bin" logits --model "$tmp/a.lockstep" --tokens $prompt --all-positions --full --out "$tmp/l_full" 2>/dev/null
+[ "$(stat -c %s "$tmp/l_hf")" = $((9 * 50257 * 4)) ] && ok || bad "logits file size"
+cmp -s "$tmp/l_hf" "$tmp/l_packed" && ok || bad "HF folder and packed logits differ"
+cmp -s "$tmp/l_hf" "$tmp/l_full" && ok || bad "cached and full-prefix logits differ"
+"$bin" logits --model "$hf" --tokens $prompt --out "$tmp/l_last" 2>/dev/null
+cmp -s "$tmp/l_last" <(tail -c $((50257 * 4)) "$tmp/l_hf") && ok || bad "last row differs"
+a=$("$bin" generate --model "$hf" --text "Once upon a time, in a small village" --generate 24)
+b=$("$bin" generate --model "$tmp/a.lockstep" --text "Once upon a time, in a small village" --generate 24 --full)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "cached and --full generation differ"
+expect 0 '"tokens":\[9243,37324,37324,24520' -- generate --model "$hf" --tokens $prompt --generate 4 --json
+expect 0 "context limit of 128" -- generate --model "$hf" --tokens $prompt --generate 200
+expect 1 "exceed the context|context is 128" -- logits --model "$hf" --tokens "$(seq -s, 1 129)" --out "$tmp/x"
+expect 1 "outside the vocabulary" -- logits --model "$hf" --tokens 1,50257 --out "$tmp/x"
+expect 1 "for GPT-2 models" -- logits --model tiny4 --tokens 1 --out "$tmp/x"
+expect nonzero "required" -- logits --model "$hf" --tokens 1
+[ ! -e "$tmp/x" ] && ok || bad "a failed logits run left a file"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

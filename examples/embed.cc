@@ -1,0 +1,25 @@
+// Embedding lockstep: load GPT-2, tokenize, generate greedily.
+// Build: see examples/CMakeLists.txt. Run: embed MODEL_PATH "prompt"
+#include <cstdio>
+
+#include "formats/gpt2_checkpoint.h"
+#include "lockstep/gpt2.h"
+#include "lockstep/paths.h"
+#include "lockstep/sampling.h"
+#include "tokenizer/bpe.h"
+
+int main(int argc, char** argv) {
+  if (argc != 3) return std::fprintf(stderr, "usage: embed MODEL TEXT\n"), 2;
+  const lockstep::Gpt2Weights w = lockstep::load_gpt2(argv[1]);
+  const auto tok = lockstep::Tokenizer::load(lockstep::data_dir() + "/gpt2");
+  lockstep::Gpt2Session session({w.config, w.data(), w.words()});
+  lockstep::Sampler greedy({}, w.config.n_vocab);
+  std::span<const float> logits;
+  for (int32_t t : tok.encode(argv[2])) logits = session.step(t);
+  for (int i = 0; i < 8; ++i) {
+    const int32_t next = greedy.next(logits);
+    std::printf("%d%c", next, i < 7 ? ',' : '\n');
+    logits = session.step(next);
+  }
+  return 0;
+}
