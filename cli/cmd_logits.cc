@@ -22,6 +22,8 @@ struct LogitsArgs {
   bool all_positions = false;
   bool full = false;
   bool special = false;
+  std::string backend = "cpu";
+  int threads = 2;
 };
 
 int run(const LogitsArgs& a) {
@@ -45,7 +47,8 @@ int run(const LogitsArgs& a) {
                 "of " +
                 std::to_string(c.n_ctx));
   }
-  Gpt2Session session({c, w.data(), w.words()}, a.full ? c.n_ctx : 1);
+  Gpt2Session session({c, w.data(), w.words()},
+                      {a.backend, a.threads, a.full ? c.n_ctx : 1});
   const size_t rows = a.all_positions ? tokens.size() : 1;
   const size_t V = size_t(c.n_vocab);
   std::vector<uint8_t> bytes(rows * V * sizeof(float));
@@ -87,6 +90,13 @@ Action add_logits(CLI::App& app) {
   app.add_flag("--full", a->full,
                "compute each row by a full-prefix pass (same bits)");
   app.add_flag("--special", a->special, "'<|endoftext|>' is token 50256");
+  app.add_option("--backend", a->backend,
+                 "cpu, cpu-avx512, cpu-avx2, cpu-generic or reference (all "
+                 "give the same bits)")
+      ->capture_default_str();
+  app.add_option("--threads", a->threads, "1 or 2")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
   return [a]() { return run(*a); };
 }
 

@@ -17,6 +17,7 @@ Action add_train(CLI::App& app);
 Action add_logits(CLI::App& app);
 Action add_tokenize(CLI::App& app);
 Action add_convert(CLI::App& app);
+Action add_bench(CLI::App& app);
 
 }  // namespace lockstep::cli
 

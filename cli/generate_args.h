@@ -24,6 +24,8 @@ struct GenerateArgs {
   bool full = false;     // GPT-2: recompute the full prefix for every token
   bool special = false;  // GPT-2: "<|endoftext|>" in --text is token 50256
   double bound = 10.0;
+  std::string backend = "cpu";  // GPT-2: see backends/backend.h
+  int threads = 2;
   SamplerOptions sampler;
 };
 

@@ -65,7 +65,8 @@ int run_gpt2_generate(const GenerateArgs& args) {
     throw Error("the prompt has " + std::to_string(tokens.size()) +
                 " tokens; the model's context is " + std::to_string(c.n_ctx));
   }
-  Gpt2Session session({c, w.data(), w.words()}, a.full ? c.n_ctx : 1);
+  Gpt2Session session({c, w.data(), w.words()},
+                      {a.backend, a.threads, a.full ? c.n_ctx : 1});
   Sampler sampler(a.sampler, c.n_vocab);
 
   // Prefill: the prompt's last position's logits.

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       lockstep::cli::add_tokenize);
   add("convert", "a Hugging Face GPT-2 folder to a packed checkpoint",
       lockstep::cli::add_convert);
+  add("bench", "GPT-2 decode and prefill speed against this machine's limits",
+      lockstep::cli::add_bench);
   add("train", "train a tiny model deterministically on Tiny Shakespeare",
       lockstep::cli::add_train);
   // A first word that is neither a flag nor a command gets a plain message

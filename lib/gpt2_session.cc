@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "backends/backend.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
 
@@ -25,7 +26,8 @@ Gpt2Memory gpt2_memory_plan(const ls_gpt2_config& c, int max_prefix) {
   return m;
 }
 
-Gpt2Session::Gpt2Session(const Gpt2View& view, int max_prefix) : view_(view) {
+Gpt2Session::Gpt2Session(const Gpt2View& view, const Gpt2SessionOptions& o)
+    : view_(view) {
   const ls_gpt2_config& c = view.config;
   if (!ls_gpt2_config_valid(&c)) check(LS_ERR_CONFIG, "GPT-2 session");
   if (!view.weights || view.words != ls_gpt2_param_count(&c)) {
@@ -33,12 +35,19 @@ Gpt2Session::Gpt2Session(const Gpt2View& view, int max_prefix) : view_(view) {
                 " weights, the config needs " +
                 std::to_string(ls_gpt2_param_count(&c)));
   }
-  max_prefix_ = max_prefix > 0 ? std::min(max_prefix, c.n_ctx) : c.n_ctx;
+  max_prefix_ = o.max_prefix > 0 ? std::min(o.max_prefix, c.n_ctx) : c.n_ctx;
+  backend_ =
+      make_gpt2_backend(o.backend, c, view.weights, view.words,
+                        o.backend == "reference" ? 1 : o.threads, max_prefix_);
   memory_ = gpt2_memory_plan(c, max_prefix_);
+  memory_.scratch = backend_->extra_memory_bytes();
   cache_.assign(memory_.cache / sizeof(float), 0.0f);
-  scratch_.assign(memory_.scratch / sizeof(float), 0.0f);
   logits_.assign(memory_.logits / sizeof(float), 0.0f);
 }
+
+Gpt2Session::~Gpt2Session() = default;
+
+std::string Gpt2Session::backend_name() const { return backend_->name(); }
 
 std::span<const float> Gpt2Session::step(int32_t token) {
   const ls_gpt2_config& c = view_.config;
@@ -47,9 +56,8 @@ std::span<const float> Gpt2Session::step(int32_t token) {
                 " positions)");
   }
   const size_t used = size_t(position_) * ls_gpt2_cache_row_floats(&c);
-  check(ls_gpt2_step(&c, view_.weights, view_.words, cache_.data(),
-                     cache_.size(), used, token, position_, scratch_.data(),
-                     scratch_.size(), logits_.data()),
+  check(backend_->step(cache_.data(), cache_.size(), used, token, position_,
+                       logits_.data()),
         "GPT-2 step at position " + std::to_string(position_) + " (token " +
             std::to_string(token) + ")");
   ++position_;
@@ -63,9 +71,9 @@ std::span<const float> Gpt2Session::infer(std::span<const int32_t> tokens) {
                 " tokens, but this session was sized for " +
                 std::to_string(max_prefix_));
   }
-  check(ls_gpt2_infer(&view_.config, view_.weights, view_.words, tokens.data(),
-                      int(std::min<size_t>(tokens.size(), 1u << 30)),
-                      scratch_.data(), scratch_.size(), logits_.data()),
+  check(backend_->infer(tokens.data(),
+                        int(std::min<size_t>(tokens.size(), 1u << 30)),
+                        logits_.data()),
         "GPT-2 infer over " + std::to_string(tokens.size()) + " tokens");
   return logits_;
 }

@@ -36,7 +36,7 @@ expect() {
 
 # Help and usage.
 expect 0 "Subcommands" -- --help
-for cmd in generate info train; do
+for cmd in generate info train logits tokenize convert bench; do
   expect 0 "Usage" -- "$cmd" --help
 done
 expect 0 "lockstep 0.1.0" -- --version
@@ -118,6 +118,9 @@ prompt=7454,2402,257,640,11,287,257,1402,7404
 [ "$(stat -c %s "$tmp/l_hf")" = $((9 * 50257 * 4)) ] && ok || bad "logits file size"
 cmp -s "$tmp/l_hf" "$tmp/l_packed" && ok || bad "HF folder and packed logits differ"
 cmp -s "$tmp/l_hf" "$tmp/l_full" && ok || bad "cached and full-prefix logits differ"
+"$bin" logits --model "$hf" --tokens $prompt --all-positions --backend reference --out "$tmp/l_ref" 2>/dev/null
+cmp -s "$tmp/l_hf" "$tmp/l_ref" && ok || bad "reference and fast backend logits differ"
+expect 1 "unknown|backend" -- logits --model "$hf" --tokens 1 --backend gpu --out "$tmp/x"
 "$bin" logits --model "$hf" --tokens $prompt --out "$tmp/l_last" 2>/dev/null
 cmp -s "$tmp/l_last" <(tail -c $((50257 * 4)) "$tmp/l_hf") && ok || bad "last row differs"
 a=$("$bin" generate --model "$hf" --text "Once upon a time, in a small village" --generate 24)

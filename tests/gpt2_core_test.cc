@@ -137,7 +137,9 @@ TEST(Gpt2Core, CachedStepEqualsFullPrefixAtEveryPosition) {
        {ls_gpt2_config{300, 40, 64, 4, 2}, ls_gpt2_config{97, 20, 48, 3, 3}}) {
     const Model m = RandomModel(cfg.n_embd, cfg);
     const lockstep::Gpt2View view{m.c, m.w.data(), m.w.size()};
-    lockstep::Gpt2Session cached(view), full(view);
+    // The reference backend: this file tests core/ls_gpt2.c itself.
+    lockstep::Gpt2Session cached(view, {"reference"}),
+        full(view, {"reference"});
     std::mt19937_64 rng(5);
     std::vector<int32_t> tokens;
     for (int t = 0; t < cfg.n_ctx; ++t) {

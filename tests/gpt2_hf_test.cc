@@ -32,7 +32,9 @@ nlohmann::json Cases() {
   return nlohmann::json::parse(in)["cases"];
 }
 
-TEST(Gpt2Hf, EveryLogitWithin2e5OfHfFloat64AndCachedEqualsFull) {
+class Gpt2Hf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Gpt2Hf, EveryLogitWithin2e5OfHfFloat64AndCachedEqualsFull) {
   const lockstep::Gpt2Weights w = lockstep::load_gpt2(kDir);
   const lockstep::Gpt2View view{w.config, w.data(), w.words()};
   const auto cases = Cases();
@@ -43,7 +45,7 @@ TEST(Gpt2Hf, EveryLogitWithin2e5OfHfFloat64AndCachedEqualsFull) {
     const auto ref = ReadF32(kDir + "/logits_" + std::to_string(ci) + ".f32");
     const size_t V = size_t(w.config.n_vocab);
     ASSERT_EQ(ref.size(), ids.size() * V);
-    lockstep::Gpt2Session cached(view), full(view);
+    lockstep::Gpt2Session cached(view, {GetParam()}), full(view, {GetParam()});
     for (size_t t = 0; t < ids.size(); ++t) {
       const auto step = cached.step(ids[t]);
       std::vector<float> a(step.begin(), step.end());
@@ -62,12 +64,12 @@ TEST(Gpt2Hf, EveryLogitWithin2e5OfHfFloat64AndCachedEqualsFull) {
   std::printf("worst |lockstep - HF float64| = %.3g\n", worst);
 }
 
-TEST(Gpt2Hf, GreedyReproducesHfs24Tokens) {
+TEST_P(Gpt2Hf, GreedyReproducesHfs24Tokens) {
   const lockstep::Gpt2Weights w = lockstep::load_gpt2(kDir);
   for (const auto& c : Cases()) {
     std::vector<int32_t> ids = c["input_ids"];
     const std::vector<int32_t> want = c["greedy_float64_24_new"];
-    lockstep::Gpt2Session s({w.config, w.data(), w.words()});
+    lockstep::Gpt2Session s({w.config, w.data(), w.words()}, {GetParam()});
     lockstep::Sampler greedy({}, w.config.n_vocab);
     std::span<const float> logits;
     for (int32_t t : ids) logits = s.step(t);
@@ -79,5 +81,8 @@ TEST(Gpt2Hf, GreedyReproducesHfs24Tokens) {
     EXPECT_EQ(got, want);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, Gpt2Hf,
+                         ::testing::Values("reference", "cpu"));
 
 }  // namespace

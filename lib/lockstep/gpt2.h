@@ -6,6 +6,7 @@
 #define LOCKSTEP_LIB_LOCKSTEP_GPT2_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,17 +27,29 @@ struct Gpt2View {
 struct Gpt2Memory {
   size_t weights = 0;  // the packed weights (mapped or owned by the loader)
   size_t cache = 0;    // n_ctx positions of keys and values
-  size_t scratch = 0;  // working buffers of one step / one full pass
+  size_t scratch = 0;  // the backend's working buffers (and repacking)
   size_t logits = 0;
   size_t total() const { return weights + cache + scratch + logits; }
 };
 Gpt2Memory gpt2_memory_plan(const ls_gpt2_config& c, int max_prefix);
 
+class Gpt2Backend;  // backends/backend.h
+
+struct Gpt2SessionOptions {
+  // "cpu" (the fast path, best ISA), "cpu-avx512", "cpu-avx2",
+  // "cpu-generic" or "reference" (core/ls_gpt2.c): all give the same bits.
+  std::string backend = "cpu";
+  int threads = 2;     // 1 or 2 (the reference uses 1)
+  int max_prefix = 0;  // longest infer() (<= 0: n_ctx)
+};
+
 class Gpt2Session {
  public:
-  // Checks the view (config, word count) and allocates the cache, scratch
-  // for full passes of up to max_prefix tokens (default n_ctx) and logits.
-  explicit Gpt2Session(const Gpt2View& view, int max_prefix = 0);
+  // Checks the view (config, word count), creates the backend once and
+  // allocates the cache and logits; the backend allocates its scratch.
+  explicit Gpt2Session(const Gpt2View& view,
+                       const Gpt2SessionOptions& options = {});
+  ~Gpt2Session();
 
   // The cached step: consumes `token` at position(), appends its keys and
   // values and returns the n_vocab logits (valid until the next call).
@@ -51,12 +64,15 @@ class Gpt2Session {
   std::span<const float> cache() const;
   const ls_gpt2_config& config() const { return view_.config; }
   const Gpt2Memory& memory() const { return memory_; }
+  // The backend's name, e.g. "cpu-avx512 x2".
+  std::string backend_name() const;
 
  private:
   Gpt2View view_;
   int max_prefix_;
   int position_ = 0;
-  std::vector<float> cache_, scratch_, logits_;
+  std::unique_ptr<Gpt2Backend> backend_;
+  std::vector<float> cache_, logits_;
   Gpt2Memory memory_;
 };
 
