@@ -17,7 +17,7 @@ namespace {
 
 ::testing::AssertionResult FloatBytesEqual(const float* a, const float* b,
                                            size_t n) {
-  if (std::memcmp(a, b, n * sizeof(float)) == 0) {
+  if (n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0) {
     return ::testing::AssertionSuccess();
   }
   for (size_t i = 0; i < n; ++i) {

@@ -18,7 +18,7 @@ namespace lockstep::test {
 // differing index with both values as hex floats.
 inline ::testing::AssertionResult BytesEqual(const double* a, const double* b,
                                              size_t n) {
-  if (std::memcmp(a, b, n * sizeof(double)) == 0) {
+  if (n == 0 || std::memcmp(a, b, n * sizeof(double)) == 0) {
     return ::testing::AssertionSuccess();
   }
   for (size_t i = 0; i < n; ++i) {
