@@ -180,13 +180,7 @@ Action add_generate(CLI::App& app) {
                "of the KV cache (same tokens, slower)");
   app.add_flag("--special", a->special,
                "GPT-2: '<|endoftext|>' in --text is token 50256");
-  app.add_option("--backend", a->backend,
-                 "GPT-2: cpu, cpu-avx512, cpu-avx2, cpu-generic or reference "
-                 "(all give the same bits)")
-      ->capture_default_str();
-  app.add_option("--threads", a->threads, "GPT-2: 1 or 2")
-      ->check(CLI::Range(1, 2))
-      ->capture_default_str();
+  add_backend_options(app, a->backend, a->threads);
   app.add_option("--bound,-B", a->bound,
                  "clip every weight to [-B, B], B in [0, 10]")
       ->capture_default_str();

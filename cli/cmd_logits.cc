@@ -90,13 +90,7 @@ Action add_logits(CLI::App& app) {
   app.add_flag("--full", a->full,
                "compute each row by a full-prefix pass (same bits)");
   app.add_flag("--special", a->special, "'<|endoftext|>' is token 50256");
-  app.add_option("--backend", a->backend,
-                 "cpu, cpu-avx512, cpu-avx2, cpu-generic or reference (all "
-                 "give the same bits)")
-      ->capture_default_str();
-  app.add_option("--threads", a->threads, "1 or 2")
-      ->check(CLI::Range(1, 2))
-      ->capture_default_str();
+  add_backend_options(app, a->backend, a->threads);
   return [a]() { return run(*a); };
 }
 

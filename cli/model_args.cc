@@ -49,4 +49,14 @@ ModelKind ModelArgs::kind() const {
   throw Error("checkpoint '" + p + "' holds an unknown model kind '" + k + "'");
 }
 
+void add_backend_options(CLI::App& app, std::string& backend, int& threads) {
+  app.add_option("--backend", backend,
+                 "GPT-2: cpu, cpu-avx512, cpu-avx2, cpu-generic or reference "
+                 "(all give the same bits)")
+      ->capture_default_str();
+  app.add_option("--threads", threads, "GPT-2: 1 or 2")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
+}
+
 }  // namespace lockstep::cli

@@ -23,6 +23,9 @@ struct ModelArgs {
   std::string label() const { return weights.empty() ? model : weights; }
 };
 
+// --backend and --threads, for the commands that run GPT-2.
+void add_backend_options(CLI::App& app, std::string& backend, int& threads);
+
 }  // namespace lockstep::cli
 
 #endif  // LOCKSTEP_CLI_MODEL_ARGS_H_
