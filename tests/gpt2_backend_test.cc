@@ -7,7 +7,9 @@
 // every branch.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -26,6 +28,23 @@
 #include "ls_arith.h"
 #include "ls_gpt2.h"
 #include "ls_ops32.h"
+
+// Every allocation in this binary is counted, so a test can check that a
+// step or a full pass allocates nothing.
+std::atomic<long> g_allocations{0};
+
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+// (GCC 12 sees the inlined free() of a replaced operator delete as a
+// mismatch with new; it is the replacement pair, so it is not.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace {
 
@@ -249,7 +268,7 @@ TEST_P(Kernels, MatmulIsLsMatvec32PerPosition) {
   // n_in: blocked (multiple of 16, block lengths 1, 3, 48, 192) and
   // sequential; n_out: multiples of every tile and ragged; positions:
   // every remainder of every tile height.
-  for (int n_in : {16, 48, 40, 64, 768, 3072, 7}) {
+  for (int n_in : {16, 48, 40, 64, 100, 768, 3072, 7}) {
     for (int n_out : {1, 5, 16, 40, 64, 128, 144, 200, 2304}) {
       if (size_t(n_in) * size_t(n_out) > 800000) continue;
       const auto w = Uniform(rng, size_t(n_in) * size_t(n_out), -1, 1);
@@ -286,31 +305,38 @@ TEST_P(Kernels, MatmulIsLsMatvec32PerPosition) {
 TEST_P(Kernels, AttendIsDotSoftmaxWeightedSum) {
   std::mt19937_64 rng(13);
   for (int D : {64, 16, 20, 48, 3}) {
-    for (int n : {1, 2, 15, 16, 17, 40, 100}) {
-      const size_t stride = size_t(3 * D + 5);
-      const auto q = Uniform(rng, size_t(D), -3, 3);
-      const auto kv = Uniform(rng, size_t(n) * stride + size_t(2 * D), -3, 3);
-      const float* keys = kv.data();
-      const float* values = kv.data() + D;
-      const float scale = __builtin_sqrtf(float(D));
-      const size_t un = static_cast<size_t>(n), uD = static_cast<size_t>(D);
-      std::vector<float> score(un), got(uD, NAN), want(uD), s(un);
-      k().attend(q.data(), keys, values, stride, D, n, scale, score.data(),
-                 got.data());
-      // core/ls_gpt2.c's ls_attend, for one head.
-      for (int j = 0; j < n; ++j) {
-        s[size_t(j)] =
-            ls_dot32(q.data(), keys + size_t(j) * stride, D, 1) / scale;
-      }
-      ls_softmax32(s.data(), n, s.data());
-      for (int d = 0; d < D; ++d) {
-        float acc = 0.0f;
-        for (int j = 0; j < n; ++j) {
-          acc = acc + s[size_t(j)] * values[size_t(j) * stride + size_t(d)];
+    for (int heads : {1, 3}) {
+      for (int n : {1, 2, 15, 16, 17, 40, 100}) {
+        const size_t HD = size_t(heads) * size_t(D), un = size_t(n);
+        const size_t stride = 2 * HD + 5;
+        const auto q = Uniform(rng, HD, -3, 3);
+        const auto kv = Uniform(rng, un * stride + 2 * HD, -3, 3);
+        const float* keys = kv.data();
+        const float* values = kv.data() + HD;
+        const float scale = __builtin_sqrtf(float(D));
+        std::vector<float> score(size_t(heads) * un), got(HD, NAN), want(HD),
+            s(un);
+        k().attend(q.data(), keys, values, stride, D, heads, n, scale,
+                   score.data(), got.data());
+        // core/ls_gpt2.c's ls_attend, head by head.
+        for (int h = 0; h < heads; ++h) {
+          const size_t off = size_t(h) * size_t(D);
+          for (size_t j = 0; j < un; ++j) {
+            s[j] = ls_dot32(q.data() + off, keys + j * stride + off, D, 1) /
+                   scale;
+          }
+          ls_softmax32(s.data(), n, s.data());
+          for (size_t d = 0; d < size_t(D); ++d) {
+            float acc = 0.0f;
+            for (size_t j = 0; j < un; ++j) {
+              acc = acc + s[j] * values[j * stride + off + d];
+            }
+            want[off + d] = acc;
+          }
         }
-        want[size_t(d)] = acc;
+        EXPECT_TRUE(BytesEqual(got, want))
+            << "D " << D << " heads " << heads << " n " << n;
       }
-      EXPECT_TRUE(BytesEqual(got, want)) << "D " << D << " n " << n;
     }
   }
 }
@@ -439,9 +465,31 @@ TEST_P(Backend, ReportsItsMemoryAndName) {
                 c, GetParam().name.substr(4), GetParam().threads, 32));
   const size_t head = (1000 + 127) / 128 * 128 * 96 * 4;
   EXPECT_GT(b->extra_memory_bytes(), head);
-  EXPECT_LT(b->extra_memory_bytes(), head + 2 * 32 * 11 * 96 * 4 + 2 * 4 * 96 * 64 * 4 + 65536);
+  EXPECT_LT(b->extra_memory_bytes(),
+            head + 2 * 32 * 11 * 96 * 4 + 2 * 4 * 96 * 64 * 4 + 65536);
   EXPECT_EQ(b->name(),
             GetParam().name + " x" + std::to_string(GetParam().threads));
+}
+
+// "No allocation inside a step": the counting operator new above sees none
+// during steps and full passes (after the first, which warms up gtest's
+// own bookkeeping, not the backend's).
+TEST_P(Backend, AllocatesNothingInsideStepOrInfer) {
+  const ls_gpt2_config c = {300, 16, 64, 4, 2};
+  const auto w = RandomWeights(c, 9);
+  auto b = Make(c, w.data(), w.size(), 8);
+  std::vector<float> cache(ls_gpt2_cache_floats(&c)), logits(300);
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  const int32_t toks[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(b->step(cache.data(), cache.size(), 0, 1, 0, logits.data()), LS_OK);
+  const long before = g_allocations.load();
+  for (int p = 1; p < 8; ++p) {
+    ASSERT_EQ(b->step(cache.data(), cache.size(), size_t(p) * row, toks[p], p,
+                      logits.data()),
+              LS_OK);
+  }
+  ASSERT_EQ(b->infer(toks, 8, logits.data()), LS_OK);
+  EXPECT_EQ(g_allocations.load(), before);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, Backend, ::testing::ValuesIn(FastVariants()),

@@ -1,0 +1,57 @@
+// make_gpt2_backend: the one place a GPT-2 backend is chosen.
+#include "backends/backend.h"
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_isa.h"
+#include "backends/reference_backend.h"
+#include "lockstep/error.h"
+
+namespace lockstep {
+
+std::unique_ptr<Gpt2Backend> make_gpt2_backend(const std::string& name,
+                                               const ls_gpt2_config& c,
+                                               const float* weights,
+                                               size_t words, int threads,
+                                               int max_prefix) {
+  if (!ls_gpt2_config_valid(&c)) {
+    throw Error("GPT-2 backend: invalid config");
+  }
+  if (!weights || words != ls_gpt2_param_count(&c)) {
+    throw Error("GPT-2 backend: " + std::to_string(words) +
+                " weights, the config needs " +
+                std::to_string(ls_gpt2_param_count(&c)));
+  }
+  if (name == "reference") {
+    if (threads != 1) {
+      throw Error("GPT-2 backend: the reference runs on 1 thread, not " +
+                  std::to_string(threads));
+    }
+    return backends::make_reference_backend(c, weights, words, max_prefix);
+  }
+  std::string isa;
+  if (name == "cpu") {
+    isa = cpu::default_isa();
+  } else if (name.rfind("cpu-", 0) == 0) {
+    isa = name.substr(4);
+  } else {
+    throw Error("GPT-2 backend: unknown backend '" + name +
+                "' (reference, cpu, cpu-avx512, cpu-avx2, cpu-generic)");
+  }
+  if (isa != "avx512" && isa != "avx2" && isa != "generic") {
+    throw Error("GPT-2 backend: unknown ISA '" + isa +
+                "' (avx512, avx2, generic)");
+  }
+  return backends::make_cpu_backend(c, weights, words, isa, threads,
+                                    max_prefix);
+}
+
+namespace backends {
+
+std::vector<std::string> available_gpt2_backends() {
+  std::vector<std::string> out{"reference"};
+  for (const auto& isa : cpu::supported_isas()) out.push_back("cpu-" + isa);
+  return out;
+}
+
+}  // namespace backends
+}  // namespace lockstep

@@ -1,0 +1,60 @@
+// The one narrow interface every GPT-2 backend implements, chosen once at
+// the top (make_gpt2_backend). Every backend computes the operations of
+// docs/arithmetic.md §6 in their stated order, so every backend returns the
+// same bits as the scalar reference (core/ls_gpt2.c) on every logit and
+// every cache word; tests/gpt2_backend_test.cc compares bytes.
+#ifndef LOCKSTEP_BACKENDS_BACKEND_H_
+#define LOCKSTEP_BACKENDS_BACKEND_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ls_gpt2.h"
+#include "ls_status.h"
+
+namespace lockstep {
+
+class Gpt2Backend {
+ public:
+  virtual ~Gpt2Backend() = default;
+  // e.g. "reference", "cpu-avx512 x2".
+  virtual std::string name() const = 0;
+  // Memory the backend holds beyond the caller's weights, cache and logits
+  // (scratch for one step and for a full pass of max_prefix tokens, thread
+  // scratch, repacked weights), computed from the config at creation.
+  virtual size_t extra_memory_bytes() const = 0;
+  // Same contract and status codes as ls_gpt2_step / ls_gpt2_infer
+  // (core/ls_gpt2.h). infer over more than max_prefix tokens (and at most
+  // n_ctx) returns LS_ERR_SCRATCH. Nothing is allocated inside either.
+  virtual ls_status step(float* cache, size_t cache_capacity,
+                         size_t cache_len, int32_t token, int32_t position,
+                         float* logits) = 0;
+  virtual ls_status infer(const int32_t* tokens, int n, float* logits) = 0;
+};
+
+// name: "reference" (wraps core/ls_gpt2.c), "cpu" (the fast path on the
+// best ISA, or $LOCKSTEP_ISA = avx512 | avx2 | generic when set),
+// "cpu-avx512", "cpu-avx2", "cpu-generic". threads: 1 or 2 (cpu only; the
+// reference takes 1). max_prefix: the longest infer() (<= 0: n_ctx).
+// `weights` (`words` floats, packed as core/ls_gpt2.h, checked finite by
+// the loader) must outlive the backend. Throws lockstep::Error for an
+// unknown name, an ISA this CPU cannot run, a bad thread count, an invalid
+// config or a wrong word count.
+std::unique_ptr<Gpt2Backend> make_gpt2_backend(const std::string& name,
+                                               const ls_gpt2_config& c,
+                                               const float* weights,
+                                               size_t words, int threads,
+                                               int max_prefix);
+
+namespace backends {
+// The backends this machine can create: "reference", then "cpu-<isa>" for
+// every supported ISA, best first.
+std::vector<std::string> available_gpt2_backends();
+}  // namespace backends
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_BACKENDS_BACKEND_H_

@@ -1,0 +1,30 @@
+// The fast CPU backend: the §6 forward of core/ls_gpt2.c with every matrix
+// product register-tiled and vectorized across outputs, on a fixed team of
+// threads that split outputs (never the terms of one sum), on one ISA's
+// kernel table chosen at creation.
+#ifndef LOCKSTEP_BACKENDS_CPU_CPU_BACKEND_H_
+#define LOCKSTEP_BACKENDS_CPU_CPU_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "backends/backend.h"
+
+namespace lockstep::backends {
+
+// isa: "avx512" | "avx2" | "generic" (must be supported: cpu/cpu_isa.h).
+std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
+                                              const float* weights,
+                                              size_t words,
+                                              const std::string& isa,
+                                              int threads, int max_prefix);
+
+// Bytes the CPU backend allocates for a config (its extra_memory_bytes()),
+// computable before creating one.
+size_t cpu_backend_memory_bytes(const ls_gpt2_config& c,
+                                const std::string& isa, int threads,
+                                int max_prefix);
+
+}  // namespace lockstep::backends
+
+#endif  // LOCKSTEP_BACKENDS_CPU_CPU_BACKEND_H_

@@ -1,0 +1,44 @@
+#include "backends/cpu/cpu_isa.h"
+
+#include <cstdlib>
+
+namespace lockstep::cpu {
+
+bool isa_supported(const std::string& isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  // GCC's checks include the OS's XSAVE state (XGETBV) for AVX and AVX-512.
+  if (isa == "avx512") {
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq");
+  }
+  if (isa == "avx2") return __builtin_cpu_supports("avx2");
+#endif
+  return isa == "generic";
+}
+
+std::vector<std::string> supported_isas() {
+  std::vector<std::string> out;
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (isa_supported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+std::string default_isa() {
+  const char* env = std::getenv("LOCKSTEP_ISA");
+  if (env && *env) return env;
+  return supported_isas().front();
+}
+
+const CpuKernels* kernels_for(const std::string& isa) {
+  if (!isa_supported(isa)) return nullptr;
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == "avx512") return &kernels_avx512();
+  if (isa == "avx2") return &kernels_avx2();
+#endif
+  return &kernels_generic();
+}
+
+}  // namespace lockstep::cpu

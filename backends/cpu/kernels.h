@@ -1,0 +1,54 @@
+// The CPU backend's kernels, one table per instruction set. Each table is
+// compiled in its own translation unit with that ISA's flags
+// (kernels_avx512.cc, kernels_avx2.cc, kernels_generic.cc) from the same
+// templates (kernels_impl.h); the backend picks one table at creation.
+//
+// Every kernel computes each output element with exactly the operation
+// sequence of docs/arithmetic.md: SIMD lanes run across outputs (or across
+// the 16 §2.1 blocks of one output, combined by the §2.1 tree), never
+// across the terms of one sum.
+//
+// This header declares no inline code on purpose: the ISA translation units
+// include it, and an inline function emitted there with AVX-512 flags could
+// be the copy the linker keeps for everyone.
+#ifndef LOCKSTEP_BACKENDS_CPU_KERNELS_H_
+#define LOCKSTEP_BACKENDS_CPU_KERNELS_H_
+
+#include <cstddef>
+
+namespace lockstep::cpu {
+
+struct CpuKernels {
+  const char* isa;  // "avx512", "avx2", "generic"
+  int lanes;        // binary32 lanes per vector
+  int align;        // preferred granularity of an output split
+  int pack_width;   // matmul's `pack` needs n_in * pack_width floats
+
+  // §2.2 for n positions: y[t*ys + o] = dot(x[t*xs + 0..n_in),
+  // W[0..n_in, o]) (+ bias[o] when bias is not null) for o in [o0, o1),
+  // W input-major [n_in, n_out]. pack: null, or scratch of n_in *
+  // pack_width floats for batched products to pack column tiles into.
+  void (*matmul)(const float* x, size_t xs, int n, const float* w,
+                 const float* bias, int n_in, int n_out, int o0, int o1,
+                 float* y, size_t ys, float* pack);
+  // §3.3 in place on v[0..n).
+  void (*gelu)(float* v, int n);
+  // §3.1 y[i] = exp(x[i]) (for tests: the vector exp against ls_exp32).
+  void (*exp)(const float* x, float* y, int n);
+  // §6 attention of `heads` consecutive heads of width D for one query
+  // over n positions: score_h[j] = dot(q_h, k_j,h) / scale (§2.1, length
+  // D), softmax (§2.4), out_h[d] = the §2.5 weighted sum of v_j,h[d].
+  // q[h*D + d]; k_j,h at keys + j*stride + h*D, v_j,h at values + j*stride
+  // + h*D; out[h*D + d]. score: heads * n floats of scratch.
+  void (*attend)(const float* q, const float* keys, const float* values,
+                 size_t stride, int D, int heads, int n, float scale,
+                 float* score, float* out);
+};
+
+const CpuKernels& kernels_avx512();
+const CpuKernels& kernels_avx2();
+const CpuKernels& kernels_generic();
+
+}  // namespace lockstep::cpu
+
+#endif  // LOCKSTEP_BACKENDS_CPU_KERNELS_H_

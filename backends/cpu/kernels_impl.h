@@ -1,0 +1,315 @@
+// The CPU kernels as templates over a vector-traits class V (vec_*.h).
+// Included by exactly one translation unit per ISA, after that ISA's traits;
+// everything here has internal linkage.
+//
+// The rule every kernel follows (docs/arithmetic.md §1.7): a SIMD lane holds
+// one output element (or one §2.1 block of one output) and performs that
+// element's scalar operations in the spec's order. Vector width, tile
+// shape, thread split and loop order over *different* outputs are free; the
+// order of the terms of one sum is not.
+#ifndef LOCKSTEP_BACKENDS_CPU_KERNELS_IMPL_H_
+#define LOCKSTEP_BACKENDS_CPU_KERNELS_IMPL_H_
+
+#include <cstddef>
+
+#include "backends/cpu/vec_scalar.h"
+#include "ls_ops32.h"
+
+namespace lockstep::cpu {
+namespace {
+
+// ---------------------------------------------------------------------------
+// §2.2 matrix products, register-tiled.
+//
+// One tile: NP positions x NV vectors of outputs (NV * V::W columns). For
+// §2.1 block b (k in [b*L, b*L + L)), every accumulator starts at +0.0 and
+// adds x[p][k] * W[k][o] for k in increasing order: one broadcast of x[p][k]
+// times one contiguous slice of row k of W, so lane o of acc[p][v] is
+// exactly output o's block sum. The 16 block sums are kept in `part` and
+// combined by the §2.1 halving tree; the bias is added last.
+//
+// w points at column o of row 0 (row stride ldw = n_out); x at position 0
+// (row stride xs); y at position 0, column o (row stride ys).
+constexpr int kPrefetchRows = 8;
+
+template <class V, int NV, int NP>
+void matmul_tile(const float* x, size_t xs, const float* w, size_t ldw,
+                 int nblk, int L, const float* bias, float* y, size_t ys) {
+  using reg = typename V::reg;
+  constexpr int W = V::W;
+  reg part[16][NP][NV];
+  for (int b = 0; b < nblk; ++b) {
+    reg acc[NP][NV];
+#pragma GCC unroll 16
+    for (int p = 0; p < NP; ++p) {
+#pragma GCC unroll 32
+      for (int v = 0; v < NV; ++v) acc[p][v] = V::zero();
+    }
+    const float* wk = w + size_t(b) * size_t(L) * ldw;
+    const float* xk = x + size_t(b) * size_t(L);
+    for (int k = 0; k < L; ++k, wk += ldw) {
+      if constexpr (NP == 1) {
+        // Decode streams each weight once: fetch the slice kPrefetchRows
+        // rows ahead into L2 (past the last row: the next tile's first
+        // rows), so that memory always has many slices in flight.
+        // A tile as wide as the matrix (the output head's panels) reads
+        // memory linearly: keep fetching ahead into the next panel.
+        const int ahead = b * L + k + kPrefetchRows;
+        const char* pf = reinterpret_cast<const char*>(
+            ahead < nblk * L || ldw == size_t(NV * W)
+                ? wk + size_t(kPrefetchRows) * ldw
+                : w + NV * W + size_t(ahead - nblk * L) * ldw);
+#pragma GCC unroll 32
+        for (int v = 0; v < NV * W * 4; v += 64) __builtin_prefetch(pf + v, 0, 2);
+      }
+      reg wv[NV];
+#pragma GCC unroll 32
+      for (int v = 0; v < NV; ++v) wv[v] = V::load(wk + v * W);
+#pragma GCC unroll 16
+      for (int p = 0; p < NP; ++p) {
+        const reg xb = V::set1(xk[size_t(p) * xs + size_t(k)]);
+#pragma GCC unroll 32
+        for (int v = 0; v < NV; ++v) {
+          acc[p][v] = V::add(acc[p][v], V::mul(xb, wv[v]));
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int p = 0; p < NP; ++p) {
+#pragma GCC unroll 32
+      for (int v = 0; v < NV; ++v) part[b][p][v] = acc[p][v];
+    }
+  }
+  if (nblk == 16) {
+    for (int h = 8; h >= 1; h /= 2) {
+      for (int i = 0; i < h; ++i) {
+        for (int p = 0; p < NP; ++p) {
+          for (int v = 0; v < NV; ++v) {
+            part[i][p][v] = V::add(part[i][p][v], part[i + h][p][v]);
+          }
+        }
+      }
+    }
+  }
+  for (int p = 0; p < NP; ++p) {
+    for (int v = 0; v < NV; ++v) {
+      reg s = part[0][p][v];
+      if (bias) s = V::add(s, V::load(bias + v * W));
+      V::store(y + size_t(p) * ys + size_t(v * W), s);
+    }
+  }
+}
+
+// All n positions of one column tile: NP positions at a time, then the rest.
+template <class V, int NV, int NP>
+void matmul_columns(const float* x, size_t xs, int n, const float* w,
+                    size_t ldw, int nblk, int L, const float* bias, float* y,
+                    size_t ys) {
+  int t = 0;
+  for (; t + NP <= n; t += NP) {
+    matmul_tile<V, NV, NP>(x + size_t(t) * xs, xs, w, ldw, nblk, L, bias,
+                           y + size_t(t) * ys, ys);
+  }
+  const float* xt = x + size_t(t) * xs;
+  float* yt = y + size_t(t) * ys;
+  switch (n - t) {
+#define LOCKSTEP_REST(R)                                                 \
+  case R:                                                                \
+    if constexpr (R < NP) {                                              \
+      matmul_tile<V, NV, R>(xt, xs, w, ldw, nblk, L, bias, yt, ys);      \
+    }                                                                    \
+    break;
+    LOCKSTEP_REST(1)
+    LOCKSTEP_REST(2)
+    LOCKSTEP_REST(3)
+    LOCKSTEP_REST(4)
+    LOCKSTEP_REST(5)
+    LOCKSTEP_REST(6)
+    LOCKSTEP_REST(7)
+    LOCKSTEP_REST(8)
+    LOCKSTEP_REST(9)
+    LOCKSTEP_REST(10)
+    LOCKSTEP_REST(11)
+#undef LOCKSTEP_REST
+    default:
+      break;
+  }
+}
+
+// Columns [o0, o1): tiles of NV vectors, then of NV / 2, then single
+// vectors, then single columns as scalar code (the same operations, one lane). With `pack` (room
+// for n_in * NV * W floats) and more than one tile of positions, each full
+// column tile is first copied into a contiguous [n_in, NV * W] panel that
+// every tile of positions then reads linearly from L2 (instead of 256 bytes
+// per row of a 9-12 KB stride: a TLB miss and a prefetcher restart per k);
+// the arithmetic is unchanged.
+template <class V, int NV, int NP>
+void matmul_range(const float* x, size_t xs, int n, const float* w,
+                  const float* bias, int n_in, int n_out, int o0, int o1,
+                  float* y, size_t ys, float* pack) {
+  constexpr int W = V::W, TW = NV * W;
+  const int nblk = (n_in > 0 && n_in % 16 == 0) ? 16 : 1;
+  const int L = n_in / nblk;
+  const size_t ldw = size_t(n_out);
+  int o = o0;
+  for (; o + TW <= o1; o += TW) {
+    if (pack && n > NP) {
+      for (int k = 0; k < n_in; ++k) {
+        const float* src = w + size_t(k) * ldw + size_t(o);
+        float* dst = pack + size_t(k) * size_t(TW);
+#pragma GCC unroll 32
+        for (int v = 0; v < NV; ++v) V::store(dst + v * W, V::load(src + v * W));
+      }
+      matmul_columns<V, NV, NP>(x, xs, n, pack, size_t(TW), nblk, L,
+                                bias ? bias + o : nullptr, y + o, ys);
+    } else {
+      matmul_columns<V, NV, NP>(x, xs, n, w + o, ldw, nblk, L,
+                                bias ? bias + o : nullptr, y + o, ys);
+    }
+  }
+  if constexpr (NV >= 4) {
+    for (; o + TW / 2 <= o1; o += TW / 2) {
+      matmul_columns<V, NV / 2, NP>(x, xs, n, w + o, ldw, nblk, L,
+                                    bias ? bias + o : nullptr, y + o, ys);
+    }
+  }
+  for (; o + W <= o1; o += W) {
+    matmul_columns<V, 1, NP>(x, xs, n, w + o, ldw, nblk, L,
+                             bias ? bias + o : nullptr, y + o, ys);
+  }
+  for (; o < o1; ++o) {
+    matmul_columns<VecScalar, 1, NP>(x, xs, n, w + o, ldw, nblk, L,
+                                     bias ? bias + o : nullptr, y + o, ys);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Element-wise §3 functions, W elements at a time.
+template <class V>
+void gelu(float* v, int n) {
+  constexpr int W = V::W;
+  int i = 0;
+  for (; i + W <= n; i += W) V::store(v + i, V::gelu(V::load(v + i)));
+  for (; i < n; ++i) v[i] = VecScalar::gelu(v[i]);
+}
+
+template <class V>
+void exp_n(const float* x, float* y, int n) {
+  constexpr int W = V::W;
+  int i = 0;
+  for (; i + W <= n; i += W) V::store(y + i, V::exp(V::load(x + i)));
+  for (; i < n; ++i) y[i] = VecScalar::exp(x[i]);
+}
+
+// ---------------------------------------------------------------------------
+// §2.4 softmax of s[0..n) in place.
+template <class V>
+void softmax(float* s, int n) {
+  using reg = typename V::reg;
+  constexpr int W = V::W;
+  // The maximum: only its value matters (s[j] - m, and exp(+-0) = 1, do
+  // not see the sign of a zero maximum), so lanes may find it in any
+  // order. Then e[j] = exp(s[j] - m) lane by lane, the sum sequential from
+  // +0.0, and one division per element.
+  float m = s[0];
+  int j = 0;
+  if (n >= W) {
+    reg mv = V::load(s);
+    for (j = W; j + W <= n; j += W) mv = V::max(mv, V::load(s + j));
+    const float vm = V::reduce_max(mv);
+    m = vm > m ? vm : m;
+  }
+  for (; j < n; ++j) m = s[j] > m ? s[j] : m;
+  const reg mv = V::set1(m);
+  for (j = 0; j + W <= n; j += W) {
+    V::store(s + j, V::exp(V::sub(V::load(s + j), mv)));
+  }
+  for (; j < n; ++j) s[j] = VecScalar::exp(s[j] - m);
+  float sum = 0.0f;
+  for (j = 0; j < n; ++j) sum = sum + s[j];
+  const reg sv = V::set1(sum);
+  for (j = 0; j + W <= n; j += W) V::store(s + j, V::div(V::load(s + j), sv));
+  for (; j < n; ++j) s[j] = s[j] / sum;
+}
+
+// §6 attention of `heads` consecutive heads (width D) for one query over n
+// positions: q[h*D + d]; position j's keys at keys + j*stride + h*D, values
+// likewise. s: heads * n floats of scratch; out[h*D + d]. Positions are
+// the outer loop and heads the inner one, so each position's keys and
+// values for the whole group are read together (one page, where a cache
+// row is 72 KB apart from the next), and each output element still sums
+// over j in order from +0.0. Rows kAttendAhead positions ahead are
+// prefetched: one position's slice is a few cache lines on its own page,
+// which no hardware prefetcher follows.
+constexpr int kAttendAhead = 8;
+
+inline void prefetch_span(const float* p, size_t floats) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (size_t b = 0; b < floats * sizeof(float); b += 64) {
+    __builtin_prefetch(c + b, 0, 3);
+  }
+}
+template <class V>
+void attend(const float* q, const float* keys, const float* values,
+            size_t stride, int D, int heads, int n, float scale, float* s,
+            float* out) {
+  using reg = typename V::reg;
+  constexpr int W = V::W;
+  const size_t sn = size_t(n);
+  // Scores: §2.1 dot of length D, then one division.
+  bool done = false;
+  if constexpr (requires { V::dot64(nullptr, nullptr); }) {
+    if (D == 64 && heads <= 32) {
+      reg qs[32][4];
+      for (int h = 0; h < heads; ++h) V::split64(q + 64 * h, qs[h]);
+      for (int j = 0; j < n; ++j) {
+        const float* kj = keys + size_t(j) * stride;
+        if (j + kAttendAhead < n) {
+          prefetch_span(kj + size_t(kAttendAhead) * stride, size_t(64 * heads));
+        }
+        for (int h = 0; h < heads; ++h) {
+          s[size_t(h) * sn + size_t(j)] = V::dot64(qs[h], kj + 64 * h) / scale;
+        }
+      }
+      done = true;
+    }
+  }
+  if (!done) {
+    for (int j = 0; j < n; ++j) {
+      const float* kj = keys + size_t(j) * stride;
+      if (j + kAttendAhead < n) {
+        prefetch_span(kj + size_t(kAttendAhead) * stride, size_t(heads * D));
+      }
+      for (int h = 0; h < heads; ++h) {
+        const size_t off = size_t(h) * size_t(D);
+        s[size_t(h) * sn + size_t(j)] = ls_dot32(q + off, kj + off, D, 1) / scale;
+      }
+    }
+  }
+  for (int h = 0; h < heads; ++h) softmax<V>(s + size_t(h) * sn, n);
+  // §2.5: element e = h*D + d accumulates p_h[j] * v_j[e] for j in order.
+  const int E = heads * D;
+  for (int e = 0; e < E; ++e) out[e] = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    const float* vj = values + size_t(j) * stride;
+    if (j + kAttendAhead < n) {
+      prefetch_span(vj + size_t(kAttendAhead) * stride, size_t(E));
+    }
+    for (int h = 0; h < heads; ++h) {
+      const float pj = s[size_t(h) * sn + size_t(j)];
+      const reg pv = V::set1(pj);
+      float* o = out + h * D;
+      const float* v = vj + h * D;
+      int d = 0;
+      for (; d + W <= D; d += W) {
+        V::store(o + d, V::add(V::load(o + d), V::mul(pv, V::load(v + d))));
+      }
+      for (; d < D; ++d) o[d] = o[d] + pj * v[d];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockstep::cpu
+
+#endif  // LOCKSTEP_BACKENDS_CPU_KERNELS_IMPL_H_

@@ -1,0 +1,50 @@
+#include "backends/reference_backend.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace lockstep::backends {
+namespace {
+
+class ReferenceBackend final : public Gpt2Backend {
+ public:
+  ReferenceBackend(const ls_gpt2_config& c, const float* w, size_t words,
+                   int max_prefix)
+      : c_(c), w_(w), words_(words) {
+    const int n = max_prefix > 0 ? std::min(max_prefix, c.n_ctx) : c.n_ctx;
+    scratch_.assign(std::max(ls_gpt2_step_scratch_floats(&c),
+                             ls_gpt2_infer_scratch_floats(&c, n)),
+                    0.0f);
+  }
+  std::string name() const override { return "reference"; }
+  size_t extra_memory_bytes() const override {
+    return scratch_.size() * sizeof(float);
+  }
+  ls_status step(float* cache, size_t cache_capacity, size_t cache_len,
+                 int32_t token, int32_t position, float* logits) override {
+    return ls_gpt2_step(&c_, w_, words_, cache, cache_capacity, cache_len,
+                        token, position, scratch_.data(), scratch_.size(),
+                        logits);
+  }
+  ls_status infer(const int32_t* tokens, int n, float* logits) override {
+    return ls_gpt2_infer(&c_, w_, words_, tokens, n, scratch_.data(),
+                         scratch_.size(), logits);
+  }
+
+ private:
+  ls_gpt2_config c_;
+  const float* w_;
+  size_t words_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Gpt2Backend> make_reference_backend(const ls_gpt2_config& c,
+                                                    const float* weights,
+                                                    size_t words,
+                                                    int max_prefix) {
+  return std::make_unique<ReferenceBackend>(c, weights, words, max_prefix);
+}
+
+}  // namespace lockstep::backends

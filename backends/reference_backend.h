@@ -1,0 +1,19 @@
+// The "reference" backend: core/ls_gpt2.c's ls_gpt2_step / ls_gpt2_infer
+// with scratch owned by the backend.
+#ifndef LOCKSTEP_BACKENDS_REFERENCE_BACKEND_H_
+#define LOCKSTEP_BACKENDS_REFERENCE_BACKEND_H_
+
+#include <memory>
+
+#include "backends/backend.h"
+
+namespace lockstep::backends {
+
+std::unique_ptr<Gpt2Backend> make_reference_backend(const ls_gpt2_config& c,
+                                                    const float* weights,
+                                                    size_t words,
+                                                    int max_prefix);
+
+}  // namespace lockstep::backends
+
+#endif  // LOCKSTEP_BACKENDS_REFERENCE_BACKEND_H_
