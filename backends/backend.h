@@ -29,9 +29,8 @@ class Gpt2Backend {
   // Same contract and status codes as ls_gpt2_step / ls_gpt2_infer
   // (core/ls_gpt2.h). infer over more than max_prefix tokens (and at most
   // n_ctx) returns LS_ERR_SCRATCH. Nothing is allocated inside either.
-  virtual ls_status step(float* cache, size_t cache_capacity,
-                         size_t cache_len, int32_t token, int32_t position,
-                         float* logits) = 0;
+  virtual ls_status step(float* cache, size_t cache_capacity, size_t cache_len,
+                         int32_t token, int32_t position, float* logits) = 0;
   virtual ls_status infer(const int32_t* tokens, int n, float* logits) = 0;
 };
 

@@ -73,7 +73,8 @@ struct Aligned {
 const Aligned& Weights() {
   static const Aligned w = [] {
     const size_t n = ls_gpt2_param_count(&kC);
-    float* v = static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64));
+    float* v =
+        static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64));
     uint64_t s = 124;
     auto next = [&s] {
       uint64_t z = (s += 0x9e3779b97f4a7c15ull);
@@ -94,8 +95,8 @@ const Aligned& Weights() {
       }
       float* p = v + t.offset;
       for (size_t i = 0; i < t.words(); ++i) {
-        const float u = (float(int32_t(next() >> 40) - (1 << 23)) + 0.5f) *
-                        0x1p-23f;
+        const float u =
+            (float(int32_t(next() >> 40) - (1 << 23)) + 0.5f) * 0x1p-23f;
         p[i] = center + scale * u;
       }
     }
@@ -182,7 +183,8 @@ double Bandwidth(int threads) {
     const Buffer& b = BigBuffer();
     ReadSeconds(b.p, b.n, threads);  // warm (page faults)
     double best = 1e30;
-    for (int r = 0; r < 5; ++r) best = std::min(best, ReadSeconds(b.p, b.n, threads));
+    for (int r = 0; r < 5; ++r)
+      best = std::min(best, ReadSeconds(b.p, b.n, threads));
     bw[threads] = double(b.n) * 4.0 / best;
   }
   return bw[threads];
@@ -202,8 +204,13 @@ void BM_Bandwidth(benchmark::State& state) {
       double(b.n) * 4.0 * double(state.iterations()) / secs / 1e9;
   state.counters["best_GB/s"] = Bandwidth(threads) / 1e9;
 }
-BENCHMARK(BM_Bandwidth)->Name("memory/read_1GB")->ArgName("threads")
-    ->Arg(1)->Arg(2)->UseManualTime()->Iterations(5);
+BENCHMARK(BM_Bandwidth)
+    ->Name("memory/read_1GB")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseManualTime()
+    ->Iterations(5);
 
 // Independent multiply and add chains, 8 of each per round, all in
 // registers: the arithmetic a non-FMA kernel can issue per cycle.
@@ -281,7 +288,8 @@ double PeakOnce(int threads, long rounds = 20000000) {
 double Peak(int threads) {
   static double peak[3] = {0, 0, 0};
   if (peak[threads] == 0) {
-    for (int r = 0; r < 5; ++r) peak[threads] = std::max(peak[threads], PeakOnce(threads));
+    for (int r = 0; r < 5; ++r)
+      peak[threads] = std::max(peak[threads], PeakOnce(threads));
   }
   return peak[threads];
 }
@@ -298,8 +306,13 @@ void BM_Peak(benchmark::State& state) {
   state.counters["GFLOP/s"] = rate / 1e9;
   state.counters["best_GFLOP/s"] = Peak(threads) / 1e9;
 }
-BENCHMARK(BM_Peak)->Name("peak/nofma")->ArgName("threads")->Arg(1)->Arg(2)
-    ->UseManualTime()->Iterations(3);
+BENCHMARK(BM_Peak)
+    ->Name("peak/nofma")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseManualTime()
+    ->Iterations(3);
 
 // ------------------------------------------------------------ GPT-2
 
@@ -423,7 +436,8 @@ void Prefill(benchmark::State& state, const std::string& name, int threads) {
     // clock of this machine drifts with its neighbours' load): ~20 ms.
     peak_sum += PeakOnce(threads, 2000000);
   }
-  if (name == "reference") g_reference_prefill_ms = secs / double(state.iterations()) * 1e3;
+  if (name == "reference")
+    g_reference_prefill_ms = secs / double(state.iterations()) * 1e3;
   const double per_pass = secs / double(state.iterations());
   const double gflops = PrefillFlops(n) / per_pass / 1e9;
   const double peak = peak_sum / double(state.iterations());

@@ -62,19 +62,16 @@ size_t panels(const ls_gpt2_config& c) {
   return (size_t(c.n_vocab) + kPanel - 1) / kPanel;
 }
 
-// Column units claimed by one member at a time: 128 columns for a single
-// position (the AVX-512 decode tile; 64 when a matrix has few), 64 for a
-// batch of positions (one AVX-512 packed panel).
-int unit_for(int n, int n_out) {
-  if (n > 1) return 64;
-  return n_out >= 16 * 128 ? 128 : 64;
-}
+// Column units claimed by one member at a time for a single position: 128
+// columns (the AVX-512 decode tile), 64 when a matrix has few. (A batch of
+// positions claims one packed panel at a time.)
+int unit_for(int n_out) { return n_out >= 16 * 128 ? 128 : 64; }
 
 // The scratch of one backend, in floats: for P positions the residual
 // stream X, LayerNorm output H, q|k|v, attention output A, MLP hidden F and
 // projection output Y; per member a private residual stream and LayerNorm
-// output for the cached step, a score row of n_ctx, a head panel's outputs
-// and a packing panel; the repacked head.
+// output for the cached step, a score row of n_ctx per head, a head panel's
+// outputs and two packing panels; the repacked head.
 struct Layout {
   size_t x, h, qkv, a, f, y, xm, hm, score, tail, pack, pack_stride, head;
   size_t total;
@@ -98,7 +95,7 @@ Layout layout(const ls_gpt2_config& c, const CpuKernels& k, int positions,
   l.score = o, o += M * round(size_t(c.n_head) * size_t(c.n_ctx));
   l.tail = o, o += M * round(kPanel);
   l.pack_stride = round(4 * C * size_t(k.pack_width));
-  l.pack = o, o += M * l.pack_stride;
+  l.pack = o, o += 2 * M * l.pack_stride;
   l.head = o, o += panels(c) * kPanel * C;
   l.total = o;
   return l;
@@ -127,7 +124,8 @@ class CpuBackend final : public Gpt2Backend {
     // head panels (154 MB for 124M) are streamed once per token, and 4 KB
     // pages would cost a TLB miss every 4 KB.
     constexpr size_t kHuge = size_t(2) << 20;
-    const size_t bytes = (lay_.total * sizeof(float) + kHuge - 1) / kHuge * kHuge;
+    const size_t bytes =
+        (lay_.total * sizeof(float) + kHuge - 1) / kHuge * kHuge;
     buf_.reset(static_cast<float*>(std::aligned_alloc(kHuge, bytes)));
     if (!buf_) throw std::bad_alloc();
 #ifdef __linux__
@@ -242,7 +240,8 @@ class CpuBackend final : public Gpt2Backend {
       float* keys = p.cache + size_t(l) * 2 * Cs;
       float* kv = keys + size_t(p.first) * row;
       for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
-        const int h0 = u * head_group(), h1 = std::min(c.n_head, h0 + head_group());
+        const int h0 = u * head_group(),
+                  h1 = std::min(c.n_head, h0 + head_group());
         const size_t o0 = size_t(h0) * size_t(D), o1 = size_t(h1) * size_t(D);
         for (size_t i = o0; i < o1; ++i) {
           kv[i] = QKV[Cs + i];
@@ -257,11 +256,11 @@ class CpuBackend final : public Gpt2Backend {
       pool_.barrier();
       residual(x, Y, C);
       ls_layernorm32(x, w_ + b.ln2_g, w_ + b.ln2_b, C, h);
-      matmul(counter(l, kFc), h, Cs, 1, b.fc_w, b.fc_b, C, 4 * C, F, 4 * Cs,
-             m, true);
+      matmul(counter(l, kFc), h, Cs, 1, b.fc_w, b.fc_b, C, 4 * C, F, 4 * Cs, m,
+             true);
       pool_.barrier();
-      matmul(counter(l, kOut), F, 4 * Cs, 1, b.out_w, b.out_b, 4 * C, C, Y,
-             Cs, m, false);
+      matmul(counter(l, kOut), F, 4 * Cs, 1, b.out_w, b.out_b, 4 * C, C, Y, Cs,
+             m, false);
       pool_.barrier();
     }
     residual(x, Y, C);
@@ -298,11 +297,12 @@ class CpuBackend final : public Gpt2Backend {
         ls_layernorm32(x, w_ + b.ln1_g, w_ + b.ln1_b, C, Hn + size_t(t) * Cs);
       }
       pool_.barrier();
-      matmul(counter(l, kAttnIn), Hn, Cs, n, b.attn_w, b.attn_b, C, 3 * C,
-             QKV, 3 * Cs, m, false);
+      matmul(counter(l, kAttnIn), Hn, Cs, n, b.attn_w, b.attn_b, C, 3 * C, QKV,
+             3 * Cs, m, false);
       pool_.barrier();
       for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
-        const int h0 = u * head_group(), h1 = std::min(c.n_head, h0 + head_group());
+        const int h0 = u * head_group(),
+                  h1 = std::min(c.n_head, h0 + head_group());
         const size_t o0 = size_t(h0) * size_t(D);
         for (int t = 0; t < n; ++t) {
           k_.attend(QKV + size_t(t) * 3 * Cs + o0, QKV + Cs + o0,
@@ -320,8 +320,8 @@ class CpuBackend final : public Gpt2Backend {
         ls_layernorm32(x, w_ + b.ln2_g, w_ + b.ln2_b, C, Hn + size_t(t) * Cs);
       }
       pool_.barrier();
-      matmul(counter(l, kFc), Hn, Cs, n, b.fc_w, b.fc_b, C, 4 * C, F, 4 * Cs,
-             m, true);
+      matmul(counter(l, kFc), Hn, Cs, n, b.fc_w, b.fc_b, C, 4 * C, F, 4 * Cs, m,
+             true);
       pool_.barrier();
       matmul(counter(l, kOut), F, 4 * Cs, n, b.out_w, b.out_b, 4 * C, C, Y, Cs,
              m, false);
@@ -351,8 +351,8 @@ class CpuBackend final : public Gpt2Backend {
     for (int pn; (pn = next.fetch_add(1)) < np;) {
       const int r0 = pn * kPanel, r1 = std::min(c.n_vocab, r0 + kPanel);
       float* y = r1 - r0 == kPanel ? p.logits + r0 : tail;
-      k_.matmul(h, Cs, 1, panel0 + size_t(pn) * kPanel * Cs, nullptr,
-                c.n_embd, kPanel, 0, kPanel, y, kPanel, nullptr);
+      k_.matmul(h, Cs, 1, panel0 + size_t(pn) * kPanel * Cs, nullptr, c.n_embd,
+                kPanel, 0, kPanel, y, kPanel);
       if (y == tail) std::copy(tail, tail + (r1 - r0), p.logits + r0);
       for (int v = r0; v < r1; ++v) {
         if (!(p.logits[v] - p.logits[v] == 0.0f)) p.nonfinite[m] = true;
@@ -361,20 +361,54 @@ class CpuBackend final : public Gpt2Backend {
   }
 
   // y = x . W + b over units of columns claimed from `next`; with gelu,
-  // §3.3 on each unit's outputs right after it is computed.
+  // §3.3 on each unit's outputs right after it is computed. A single
+  // position reads W in place, units of unit_for() columns; a batch goes
+  // through packed panels of pack_width columns, each unit packing the
+  // panel of the unit it claims next while it computes.
   void matmul(std::atomic<int>& next, const float* x, size_t xs, int n,
               size_t w_off, size_t b_off, int n_in, int n_out, float* y,
               size_t ys, int m, bool gelu) {
-    const int unit = unit_for(n, n_out);
-    const int units = (n_out + unit - 1) / unit;
-    float* pack = buf_.get() + lay_.pack + size_t(m) * lay_.pack_stride;
-    for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
-      const int o0 = u * unit, o1 = std::min(n_out, o0 + unit);
-      k_.matmul(x, xs, n, w_ + w_off, w_ + b_off, n_in, n_out, o0, o1, y, ys,
-                pack);
-      if (gelu) {
-        for (int t = 0; t < n; ++t) k_.gelu(y + size_t(t) * ys + size_t(o0), o1 - o0);
+    const float* w = w_ + w_off;
+    const float* bias = w_ + b_off;
+    auto finish = [&](int o0, int o1) {
+      if (!gelu) return;
+      for (int t = 0; t < n; ++t) {
+        k_.gelu(y + size_t(t) * ys + size_t(o0), o1 - o0);
       }
+    };
+    if (n == 1) {
+      const int unit = unit_for(n_out);
+      const int units = (n_out + unit - 1) / unit;
+      for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+        const int o0 = u * unit, o1 = std::min(n_out, o0 + unit);
+        k_.matmul(x, xs, n, w, bias, n_in, n_out, o0, o1, y, ys);
+        finish(o0, o1);
+      }
+      return;
+    }
+    const int tw = k_.pack_width;
+    const int full = n_out / tw, units = full + (n_out % tw != 0);
+    float* pa = buf_.get() + lay_.pack + size_t(2 * m) * lay_.pack_stride;
+    float* pb = pa + lay_.pack_stride;
+    bool have = false;  // pa holds unit u's panel
+    int u = next.fetch_add(1, std::memory_order_relaxed);
+    while (u < units) {
+      const int un = next.fetch_add(1, std::memory_order_relaxed);
+      const int o0 = u * tw, o1 = std::min(n_out, o0 + tw);
+      if (u < full) {
+        if (!have) k_.pack(w + o0, size_t(n_out), n_in, pa);
+        const bool more = un < full;
+        k_.matmul_panel(x, xs, n, pa, bias + o0, n_in, y + o0, ys,
+                        more ? w + size_t(un) * size_t(tw) : nullptr,
+                        size_t(n_out), pb);
+        std::swap(pa, pb);
+        have = more;
+      } else {
+        k_.matmul(x, xs, n, w, bias, n_in, n_out, o0, o1, y, ys);
+        have = false;
+      }
+      finish(o0, o1);
+      u = un;
     }
   }
 
@@ -428,9 +462,8 @@ class CpuBackend final : public Gpt2Backend {
 
 }  // namespace
 
-size_t cpu_backend_memory_bytes(const ls_gpt2_config& c,
-                                const std::string& isa, int threads,
-                                int max_prefix) {
+size_t cpu_backend_memory_bytes(const ls_gpt2_config& c, const std::string& isa,
+                                int threads, int max_prefix) {
   const CpuKernels* k = cpu::kernels_for(isa);
   if (!k) throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
   return layout(c, *k, positions_for(c, max_prefix), threads).total *

@@ -21,9 +21,8 @@ std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
 
 // Bytes the CPU backend allocates for a config (its extra_memory_bytes()),
 // computable before creating one.
-size_t cpu_backend_memory_bytes(const ls_gpt2_config& c,
-                                const std::string& isa, int threads,
-                                int max_prefix);
+size_t cpu_backend_memory_bytes(const ls_gpt2_config& c, const std::string& isa,
+                                int threads, int max_prefix);
 
 }  // namespace lockstep::backends
 

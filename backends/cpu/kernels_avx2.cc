@@ -2,8 +2,8 @@
 // Compiled with -mavx2 (no -mfma) (backends/CMakeLists.txt); only called
 // after isa_supported("avx2").
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/vec_avx2.h"
 #include "backends/cpu/kernels_impl.h"
+#include "backends/cpu/vec_avx2.h"
 
 namespace lockstep::cpu {
 namespace {
@@ -15,20 +15,26 @@ constexpr int kNV = 2, kNP = 4, kDecodeNV = 8;
 
 void matmul_avx2(const float* x, size_t xs, int n, const float* w,
                  const float* bias, int n_in, int n_out, int o0, int o1,
-                 float* y, size_t ys, float* pack) {
+                 float* y, size_t ys) {
   if (n == 1) {
-    matmul_range<VecAvx2, kDecodeNV, 1>(x, xs, n, w, bias, n_in, n_out, o0, o1, y,
-                                   ys, nullptr);
+    matmul_range<VecAvx2, kDecodeNV, 1>(x, xs, n, w, bias, n_in, n_out, o0, o1,
+                                        y, ys);
   } else {
     matmul_range<VecAvx2, kNV, kNP>(x, xs, n, w, bias, n_in, n_out, o0, o1, y,
-                               ys, pack);
+                                    ys);
   }
 }
 
 constexpr CpuKernels kTable = {
-    "avx2",       VecAvx2::W,        kNV * VecAvx2::W,     kNV * VecAvx2::W,
+    "avx2",
+    VecAvx2::W,
+    kNV* VecAvx2::W,
     matmul_avx2,
-    gelu<VecAvx2>, exp_n<VecAvx2>, attend<VecAvx2>,
+    pack_panel<VecAvx2, kNV>,
+    matmul_panel<VecAvx2, kNV, kNP>,
+    gelu<VecAvx2>,
+    exp_n<VecAvx2>,
+    attend<VecAvx2>,
 };
 
 }  // namespace

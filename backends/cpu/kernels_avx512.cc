@@ -1,13 +1,13 @@
 // The avx512 kernel table: kernels_impl.h instantiated with VecAvx512.
-// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq (backends/CMakeLists.txt); only called
-// after isa_supported("avx512").
-// GCC 12 reports its own _mm512_undefined_ps() (`__m512 __Y = __Y;`, used
-// inside many AVX-512 intrinsics) as maybe-uninitialized; a false positive.
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq
+// (backends/CMakeLists.txt); only called after isa_supported("avx512"). GCC 12
+// reports its own _mm512_undefined_ps() (`__m512 __Y = __Y;`, used inside many
+// AVX-512 intrinsics) as maybe-uninitialized; a false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/vec_avx512.h"
 #include "backends/cpu/kernels_impl.h"
+#include "backends/cpu/vec_avx512.h"
 
 namespace lockstep::cpu {
 namespace {
@@ -18,21 +18,27 @@ namespace {
 constexpr int kNV = 4, kNP = 6, kDecodeNV = 8;
 
 void matmul_avx512(const float* x, size_t xs, int n, const float* w,
-                 const float* bias, int n_in, int n_out, int o0, int o1,
-                 float* y, size_t ys, float* pack) {
+                   const float* bias, int n_in, int n_out, int o0, int o1,
+                   float* y, size_t ys) {
   if (n == 1) {
-    matmul_range<VecAvx512, kDecodeNV, 1>(x, xs, n, w, bias, n_in, n_out, o0, o1, y,
-                                   ys, nullptr);
+    matmul_range<VecAvx512, kDecodeNV, 1>(x, xs, n, w, bias, n_in, n_out, o0,
+                                          o1, y, ys);
   } else {
     matmul_range<VecAvx512, kNV, kNP>(x, xs, n, w, bias, n_in, n_out, o0, o1, y,
-                               ys, pack);
+                                      ys);
   }
 }
 
 constexpr CpuKernels kTable = {
-    "avx512",       VecAvx512::W,        kNV * VecAvx512::W,     kNV * VecAvx512::W,
+    "avx512",
+    VecAvx512::W,
+    kNV* VecAvx512::W,
     matmul_avx512,
-    gelu<VecAvx512>, exp_n<VecAvx512>, attend<VecAvx512>,
+    pack_panel<VecAvx512, kNV>,
+    matmul_panel<VecAvx512, kNV, kNP>,
+    gelu<VecAvx512>,
+    exp_n<VecAvx512>,
+    attend<VecAvx512>,
 };
 
 }  // namespace

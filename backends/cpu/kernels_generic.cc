@@ -2,8 +2,8 @@
 // Compiled with no ISA flags (backends/CMakeLists.txt); only called
 // after isa_supported("generic").
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/vec_generic.h"
 #include "backends/cpu/kernels_impl.h"
+#include "backends/cpu/vec_generic.h"
 
 namespace lockstep::cpu {
 namespace {
@@ -14,21 +14,27 @@ namespace {
 constexpr int kNV = 2, kNP = 4, kDecodeNV = 8;
 
 void matmul_generic(const float* x, size_t xs, int n, const float* w,
-                 const float* bias, int n_in, int n_out, int o0, int o1,
-                 float* y, size_t ys, float* pack) {
+                    const float* bias, int n_in, int n_out, int o0, int o1,
+                    float* y, size_t ys) {
   if (n == 1) {
-    matmul_range<VecGeneric, kDecodeNV, 1>(x, xs, n, w, bias, n_in, n_out, o0, o1, y,
-                                   ys, nullptr);
+    matmul_range<VecGeneric, kDecodeNV, 1>(x, xs, n, w, bias, n_in, n_out, o0,
+                                           o1, y, ys);
   } else {
-    matmul_range<VecGeneric, kNV, kNP>(x, xs, n, w, bias, n_in, n_out, o0, o1, y,
-                               ys, pack);
+    matmul_range<VecGeneric, kNV, kNP>(x, xs, n, w, bias, n_in, n_out, o0, o1,
+                                       y, ys);
   }
 }
 
 constexpr CpuKernels kTable = {
-    "generic",       VecGeneric::W,        kNV * VecGeneric::W,     kNV * VecGeneric::W,
+    "generic",
+    VecGeneric::W,
+    kNV* VecGeneric::W,
     matmul_generic,
-    gelu<VecGeneric>, exp_n<VecGeneric>, attend<VecGeneric>,
+    pack_panel<VecGeneric, kNV>,
+    matmul_panel<VecGeneric, kNV, kNP>,
+    gelu<VecGeneric>,
+    exp_n<VecGeneric>,
+    attend<VecGeneric>,
 };
 
 }  // namespace

@@ -60,7 +60,8 @@ void matmul_tile(const float* x, size_t xs, const float* w, size_t ldw,
                 ? wk + size_t(kPrefetchRows) * ldw
                 : w + NV * W + size_t(ahead - nblk * L) * ldw);
 #pragma GCC unroll 32
-        for (int v = 0; v < NV * W * 4; v += 64) __builtin_prefetch(pf + v, 0, 2);
+        for (int v = 0; v < NV * W * 4; v += 64)
+          __builtin_prefetch(pf + v, 0, 2);
       }
       reg wv[NV];
 #pragma GCC unroll 32
@@ -113,11 +114,11 @@ void matmul_columns(const float* x, size_t xs, int n, const float* w,
   const float* xt = x + size_t(t) * xs;
   float* yt = y + size_t(t) * ys;
   switch (n - t) {
-#define LOCKSTEP_REST(R)                                                 \
-  case R:                                                                \
-    if constexpr (R < NP) {                                              \
-      matmul_tile<V, NV, R>(xt, xs, w, ldw, nblk, L, bias, yt, ys);      \
-    }                                                                    \
+#define LOCKSTEP_REST(R)                                            \
+  case R:                                                           \
+    if constexpr (R < NP) {                                         \
+      matmul_tile<V, NV, R>(xt, xs, w, ldw, nblk, L, bias, yt, ys); \
+    }                                                               \
     break;
     LOCKSTEP_REST(1)
     LOCKSTEP_REST(2)
@@ -136,36 +137,21 @@ void matmul_columns(const float* x, size_t xs, int n, const float* w,
   }
 }
 
-// Columns [o0, o1): tiles of NV vectors, then of NV / 2, then single
-// vectors, then single columns as scalar code (the same operations, one lane). With `pack` (room
-// for n_in * NV * W floats) and more than one tile of positions, each full
-// column tile is first copied into a contiguous [n_in, NV * W] panel that
-// every tile of positions then reads linearly from L2 (instead of 256 bytes
-// per row of a 9-12 KB stride: a TLB miss and a prefetcher restart per k);
-// the arithmetic is unchanged.
+// Columns [o0, o1) straight from W: tiles of NV vectors, then of NV / 2,
+// then single vectors, then single columns as scalar code (the same
+// operations, one lane). The decode path, and the ragged edge of a batch.
 template <class V, int NV, int NP>
 void matmul_range(const float* x, size_t xs, int n, const float* w,
                   const float* bias, int n_in, int n_out, int o0, int o1,
-                  float* y, size_t ys, float* pack) {
+                  float* y, size_t ys) {
   constexpr int W = V::W, TW = NV * W;
   const int nblk = (n_in > 0 && n_in % 16 == 0) ? 16 : 1;
   const int L = n_in / nblk;
   const size_t ldw = size_t(n_out);
   int o = o0;
   for (; o + TW <= o1; o += TW) {
-    if (pack && n > NP) {
-      for (int k = 0; k < n_in; ++k) {
-        const float* src = w + size_t(k) * ldw + size_t(o);
-        float* dst = pack + size_t(k) * size_t(TW);
-#pragma GCC unroll 32
-        for (int v = 0; v < NV; ++v) V::store(dst + v * W, V::load(src + v * W));
-      }
-      matmul_columns<V, NV, NP>(x, xs, n, pack, size_t(TW), nblk, L,
-                                bias ? bias + o : nullptr, y + o, ys);
-    } else {
-      matmul_columns<V, NV, NP>(x, xs, n, w + o, ldw, nblk, L,
-                                bias ? bias + o : nullptr, y + o, ys);
-    }
+    matmul_columns<V, NV, NP>(x, xs, n, w + o, ldw, nblk, L,
+                              bias ? bias + o : nullptr, y + o, ys);
   }
   if constexpr (NV >= 4) {
     for (; o + TW / 2 <= o1; o += TW / 2) {
@@ -180,6 +166,79 @@ void matmul_range(const float* x, size_t xs, int n, const float* w,
   for (; o < o1; ++o) {
     matmul_columns<VecScalar, 1, NP>(x, xs, n, w + o, ldw, nblk, L,
                                      bias ? bias + o : nullptr, y + o, ys);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Batched products (the full pass) through packed panels. A column tile of
+// TW = NV * W columns is copied into a contiguous [n_in, TW] panel, which
+// every tile of NP positions then reads linearly from L2 (straight from W
+// it would be 256 bytes per row at a 9-12 KB stride: a TLB miss and a
+// prefetcher restart per k). The copy of the next tile's panel is spread
+// between this tile's position tiles, one slice of rows each, its rows
+// prefetched one slice ahead, so the strided reads from memory overlap the
+// arithmetic instead of stalling it. The arithmetic is matmul_tile's.
+
+// Rows [k0, k1) of the panel of W's columns [w_o, w_o + TW).
+template <class V, int NV>
+void pack_rows(const float* w_o, size_t ldw, int k0, int k1, float* panel) {
+  constexpr int W = V::W, TW = NV * W;
+  for (int k = k0; k < k1; ++k) {
+    const float* src = w_o + size_t(k) * ldw;
+    float* dst = panel + size_t(k) * TW;
+#pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) V::store(dst + v * W, V::load(src + v * W));
+  }
+}
+
+template <class V, int NV>
+void prefetch_rows(const float* w_o, size_t ldw, int k0, int k1) {
+  constexpr int TW = NV * V::W;
+  for (int k = k0; k < k1; ++k) {
+    const char* src = reinterpret_cast<const char*>(w_o + size_t(k) * ldw);
+    for (int b = 0; b < TW * 4; b += 64) __builtin_prefetch(src + b, 0, 2);
+  }
+}
+
+template <class V, int NV>
+void pack_panel(const float* w_o, size_t ldw, int n_in, float* panel) {
+  prefetch_rows<V, NV>(w_o, ldw, 0, n_in < 16 ? n_in : 16);
+  for (int k0 = 0; k0 < n_in; k0 += 16) {
+    const int k1 = n_in - k0 < 16 ? n_in : k0 + 16;
+    prefetch_rows<V, NV>(w_o, ldw, k1, n_in - k1 < 16 ? n_in : k1 + 16);
+    pack_rows<V, NV>(w_o, ldw, k0, k1, panel);
+  }
+}
+
+// y[t][0..TW) for all n positions from `panel` (bias and y already offset
+// to the tile's first column); meanwhile packs W's columns at w_next (when
+// not null) into panel_next.
+template <class V, int NV, int NP>
+void matmul_panel(const float* x, size_t xs, int n, const float* panel,
+                  const float* bias, int n_in, float* y, size_t ys,
+                  const float* w_next, size_t ldw, float* panel_next) {
+  constexpr int TW = NV * V::W;
+  const int nblk = (n_in > 0 && n_in % 16 == 0) ? 16 : 1;
+  const int L = n_in / nblk;
+  const int tiles = (n + NP - 1) / NP;
+  const int slice = (n_in + tiles - 1) / tiles;
+  if (w_next) prefetch_rows<V, NV>(w_next, ldw, 0, slice < n_in ? slice : n_in);
+  for (int i = 0, t = 0; i < tiles; ++i, t += NP) {
+    const float* xt = x + size_t(t) * xs;
+    float* yt = y + size_t(t) * ys;
+    if (t + NP <= n) {
+      matmul_tile<V, NV, NP>(xt, xs, panel, TW, nblk, L, bias, yt, ys);
+    } else {
+      matmul_columns<V, NV, NP>(xt, xs, n - t, panel, TW, nblk, L, bias, yt,
+                                ys);
+    }
+    if (w_next) {
+      const int k0 = i * slice < n_in ? i * slice : n_in;
+      const int k1 = k0 + slice < n_in ? k0 + slice : n_in;
+      const int k2 = k1 + slice < n_in ? k1 + slice : n_in;
+      prefetch_rows<V, NV>(w_next, ldw, k1, k2);
+      pack_rows<V, NV>(w_next, ldw, k0, k1, panel_next);
+    }
   }
 }
 
@@ -282,7 +341,8 @@ void attend(const float* q, const float* keys, const float* values,
       }
       for (int h = 0; h < heads; ++h) {
         const size_t off = size_t(h) * size_t(D);
-        s[size_t(h) * sn + size_t(j)] = ls_dot32(q + off, kj + off, D, 1) / scale;
+        s[size_t(h) * sn + size_t(j)] =
+            ls_dot32(q + off, kj + off, D, 1) / scale;
       }
     }
   }

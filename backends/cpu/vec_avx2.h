@@ -38,8 +38,8 @@ struct VecAvx2 {
   static reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
   static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
   static float reduce_max(reg a) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(a),
-                          _mm256_extractf128_ps(a, 1));
+    __m128 m =
+        _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
     return _mm_cvtss_f32(m);
@@ -61,8 +61,8 @@ struct VecAvx2 {
     const __m256i n = _mm256_cvttps_epi32(nf);
     const reg s_mid = _mm256_castsi256_ps(
         _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
-    const reg s_big = _mm256_castsi256_ps(_mm256_slli_epi32(
-        _mm256_add_epi32(n, _mm256_set1_epi32(127 - 1)), 23));
+    const reg s_big = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127 - 1)), 23));
     const reg s_small = _mm256_castsi256_ps(_mm256_slli_epi32(
         _mm256_add_epi32(n, _mm256_set1_epi32(127 + 25)), 23));
     reg y = mul(p, s_mid);

@@ -50,25 +50,22 @@ struct VecAvx512 {
     const __m512i n = _mm512_cvttps_epi32(nf);
     const __m512i bias = _mm512_set1_epi32(127);
     // 2^m from exponent bits, as ls_pow2_32: (m + 127) << 23.
-    const reg s_mid = _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_add_epi32(n, bias), 23));
-    const reg s_big = _mm512_castsi512_ps(_mm512_slli_epi32(
-        _mm512_add_epi32(n, _mm512_set1_epi32(127 - 1)), 23));
+    const reg s_mid =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, bias), 23));
+    const reg s_big = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127 - 1)), 23));
     const reg s_small = _mm512_castsi512_ps(_mm512_slli_epi32(
         _mm512_add_epi32(n, _mm512_set1_epi32(127 + 25)), 23));
     reg y = mul(p, s_mid);
     const __mmask16 big = _mm512_cmpgt_epi32_mask(n, _mm512_set1_epi32(127));
-    const __mmask16 small =
-        _mm512_cmplt_epi32_mask(n, _mm512_set1_epi32(-126));
+    const __mmask16 small = _mm512_cmplt_epi32_mask(n, _mm512_set1_epi32(-126));
     y = _mm512_mask_blend_ps(big, y, mul(mul(p, s_big), set1(2.0f)));
-    y = _mm512_mask_blend_ps(small, y,
-                             mul(mul(p, s_small), set1(0x1p-25f)));
+    y = _mm512_mask_blend_ps(small, y, mul(mul(p, s_small), set1(0x1p-25f)));
     const __mmask16 over = _mm512_cmp_ps_mask(x, set1(kOverflow), _CMP_GT_OQ);
-    const __mmask16 under =
-        _mm512_cmp_ps_mask(x, set1(kUnderflow), _CMP_LT_OQ);
+    const __mmask16 under = _mm512_cmp_ps_mask(x, set1(kUnderflow), _CMP_LT_OQ);
     y = _mm512_mask_blend_ps(under, y, zero());
-    y = _mm512_mask_blend_ps(over, y,
-                             _mm512_castsi512_ps(_mm512_set1_epi32(0x7f800000)));
+    y = _mm512_mask_blend_ps(
+        over, y, _mm512_castsi512_ps(_mm512_set1_epi32(0x7f800000)));
     return y;
   }
 
@@ -93,10 +90,9 @@ struct VecAvx512 {
     const reg a0 = load(v), a1 = load(v + 16), a2 = load(v + 32),
               a3 = load(v + 48);
     for (int i = 0; i < 4; ++i) {
-      const __m512i idx = _mm512_setr_epi32(i, 4 + i, 8 + i, 12 + i, 16 + i,
-                                            20 + i, 24 + i, 28 + i, i, 4 + i,
-                                            8 + i, 12 + i, 16 + i, 20 + i,
-                                            24 + i, 28 + i);
+      const __m512i idx = _mm512_setr_epi32(
+          i, 4 + i, 8 + i, 12 + i, 16 + i, 20 + i, 24 + i, 28 + i, i, 4 + i,
+          8 + i, 12 + i, 16 + i, 20 + i, 24 + i, 28 + i);
       const reg lo = _mm512_permutex2var_ps(a0, idx, a1);
       const reg hi = _mm512_permutex2var_ps(a2, idx, a3);
       out[i] = _mm512_shuffle_f32x4(lo, hi, 0x44);
@@ -108,10 +104,10 @@ struct VecAvx512 {
     reg s = zero();
     for (int i = 0; i < 4; ++i) s = add(s, mul(q_split[i], kk[i]));
     // s[i] + s[i+8], then + 4, + 2, + 1.
-    const __m256 t = _mm256_add_ps(_mm512_castps512_ps256(s),
-                                   _mm512_extractf32x8_ps(s, 1));
-    const __m128 u = _mm_add_ps(_mm256_castps256_ps128(t),
-                                _mm256_extractf128_ps(t, 1));
+    const __m256 t =
+        _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+    const __m128 u =
+        _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
     const __m128 v = _mm_add_ps(u, _mm_movehl_ps(u, u));
     return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 1)));
   }

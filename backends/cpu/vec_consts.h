@@ -13,8 +13,8 @@ constexpr float kInvLn2 = 0x1.715476p+0f;
 constexpr float kLn2Hi = 0x1.62e400p-1f;
 constexpr float kLn2Lo = 0x1.7f7d1cp-20f;
 constexpr float kRounder = 0x1.8p23f;
-constexpr float kPoly[8] = {0x1.000000p+0f, 0x1.000000p+0f, 0x1.000000p-1f,
-                            0x1.555556p-3f, 0x1.555556p-5f, 0x1.111112p-7f,
+constexpr float kPoly[8] = {0x1.000000p+0f,  0x1.000000p+0f, 0x1.000000p-1f,
+                            0x1.555556p-3f,  0x1.555556p-5f, 0x1.111112p-7f,
                             0x1.6c16c2p-10f, 0x1.a01a02p-13f};
 }  // namespace exp32
 namespace gelu32 {
