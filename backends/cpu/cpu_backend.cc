@@ -101,6 +101,12 @@ Layout layout(const ls_gpt2_config& c, const CpuKernels& k, int positions,
   return l;
 }
 
+// The one allocation: the layout in 2 MB pages.
+constexpr size_t kHuge = size_t(2) << 20;
+size_t allocation_bytes(const Layout& l) {
+  return (l.total * sizeof(float) + kHuge - 1) / kHuge * kHuge;
+}
+
 int positions_for(const ls_gpt2_config& c, int max_prefix) {
   return max_prefix > 0 ? std::min(max_prefix, c.n_ctx) : c.n_ctx;
 }
@@ -138,9 +144,7 @@ class CpuBackend final : public Gpt2Backend {
   std::string name() const override {
     return std::string("cpu-") + k_.isa + " x" + std::to_string(pool_.size());
   }
-  size_t extra_memory_bytes() const override {
-    return lay_.total * sizeof(float);
-  }
+  size_t extra_memory_bytes() const override { return allocation_bytes(lay_); }
 
   ls_status step(float* cache, size_t cache_capacity, size_t cache_len,
                  int32_t token, int32_t position, float* logits) override {
@@ -466,8 +470,7 @@ size_t cpu_backend_memory_bytes(const ls_gpt2_config& c, const std::string& isa,
                                 int threads, int max_prefix) {
   const CpuKernels* k = cpu::kernels_for(isa);
   if (!k) throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
-  return layout(c, *k, positions_for(c, max_prefix), threads).total *
-         sizeof(float);
+  return allocation_bytes(layout(c, *k, positions_for(c, max_prefix), threads));
 }
 
 std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
