@@ -129,9 +129,7 @@ class CpuBackend final : public Gpt2Backend {
     // 2 MB aligned, and on Linux asked for transparent huge pages: the
     // head panels (154 MB for 124M) are streamed once per token, and 4 KB
     // pages would cost a TLB miss every 4 KB.
-    constexpr size_t kHuge = size_t(2) << 20;
-    const size_t bytes =
-        (lay_.total * sizeof(float) + kHuge - 1) / kHuge * kHuge;
+    const size_t bytes = allocation_bytes(lay_);
     buf_.reset(static_cast<float*>(std::aligned_alloc(kHuge, bytes)));
     if (!buf_) throw std::bad_alloc();
 #ifdef __linux__

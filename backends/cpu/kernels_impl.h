@@ -30,8 +30,6 @@ namespace {
 //
 // w points at column o of row 0 (row stride ldw = n_out); x at position 0
 // (row stride xs); y at position 0, column o (row stride ys).
-constexpr int kPrefetchRows = 8;
-
 template <class V, int NV, int NP>
 void matmul_tile(const float* x, size_t xs, const float* w, size_t ldw,
                  int nblk, int L, const float* bias, float* y, size_t ys) {
@@ -48,21 +46,6 @@ void matmul_tile(const float* x, size_t xs, const float* w, size_t ldw,
     const float* wk = w + size_t(b) * size_t(L) * ldw;
     const float* xk = x + size_t(b) * size_t(L);
     for (int k = 0; k < L; ++k, wk += ldw) {
-      if constexpr (NP == 1) {
-        // Decode streams each weight once: fetch the slice kPrefetchRows
-        // rows ahead into L2 (past the last row: the next tile's first
-        // rows), so that memory always has many slices in flight.
-        // A tile as wide as the matrix (the output head's panels) reads
-        // memory linearly: keep fetching ahead into the next panel.
-        const int ahead = b * L + k + kPrefetchRows;
-        const char* pf = reinterpret_cast<const char*>(
-            ahead < nblk * L || ldw == size_t(NV * W)
-                ? wk + size_t(kPrefetchRows) * ldw
-                : w + NV * W + size_t(ahead - nblk * L) * ldw);
-#pragma GCC unroll 32
-        for (int v = 0; v < NV * W * 4; v += 64)
-          __builtin_prefetch(pf + v, 0, 2);
-      }
       reg wv[NV];
 #pragma GCC unroll 32
       for (int v = 0; v < NV; ++v) wv[v] = V::load(wk + v * W);
@@ -127,10 +110,6 @@ void matmul_columns(const float* x, size_t xs, int n, const float* w,
     LOCKSTEP_REST(5)
     LOCKSTEP_REST(6)
     LOCKSTEP_REST(7)
-    LOCKSTEP_REST(8)
-    LOCKSTEP_REST(9)
-    LOCKSTEP_REST(10)
-    LOCKSTEP_REST(11)
 #undef LOCKSTEP_REST
     default:
       break;
