@@ -1,8 +1,8 @@
 // GPT-2 124M (seeded random binary32 weights, 498 MB) on the GPT-2 backends
 // (backends/backend.h), with the machine's own limits measured in the same
 // run (docs/cpu-backend.md):
-//  - memory/read_1GB/threads:T    streaming read of a 1 GB buffer: the
-//                                  bandwidth the decode floor is built on;
+//  - memory/read_1GB/threads:T    streaming read of a 1 GB buffer (2 MB
+//                                  pages, varied contents);
 //  - peak/nofma/threads:T          independent vmulps + vaddps chains: the
 //                                  non-FMA arithmetic peak (AVX-512, else
 //                                  AVX2);
@@ -12,9 +12,11 @@
 //                                  filled with random rows first, on 4 KB
 //                                  pages or on 2 MB transparent huge pages).
 //                                  Counters: tok/s, floor_ms = the time of
-//                                  a streaming read of the weights' 498 MB
-//                                  by T threads, measured after every step
-//                                  (the machine's bandwidth drifts),
+//                                  a streaming read of 498 MB (the weights'
+//                                  size) by T threads, measured
+//                                  between the steps (4 reads every 8 steps:
+//                                  the machine's bandwidth drifts with its
+//                                  neighbours' load),
 //                                  floor_ratio = floor time / step time
 //                                  (1.0 = at the memory floor);
 //                                  best_floor_ratio = fastest read / fastest
@@ -141,26 +143,29 @@ float Sum(const float* p, size_t n) {
   return s;
 }
 
-// One timed read of a 1 GB buffer split over `threads` threads (threads
-// created before the clock starts, released together).
+// One timed streaming read of p[0..n) split over `threads` threads: the
+// calling thread reads the first part, threads - 1 helpers (created first,
+// released together) the others. (The caller must be one of them: a third
+// runnable thread on a 2-core machine delays a reader by a time slice.)
 double ReadSeconds(const float* buf, size_t n, int threads) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> team;
   std::vector<float> sink(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t) {
+  const size_t chunk = n / size_t(threads);
+  for (int t = 1; t < threads; ++t) {
     team.emplace_back([&, t] {
       ready.fetch_add(1);
       while (!go.load()) {
       }
-      const size_t chunk = n / size_t(threads);
       sink[size_t(t)] = Sum(buf + size_t(t) * chunk, chunk);
     });
   }
-  while (ready.load() != threads) {
+  while (ready.load() != threads - 1) {
   }
   const auto t0 = Clock::now();
   go.store(true);
+  sink[0] = Sum(buf, chunk);
   for (auto& th : team) th.join();
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   benchmark::DoNotOptimize(sink.data());
@@ -173,9 +178,19 @@ struct Buffer {
 };
 const Buffer& BigBuffer() {
   static const Buffer b = [] {
+    // On 2 MB pages, as the backend's own copy of the weights.
     const size_t bytes = size_t(1) << 30;
-    float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
-    for (size_t i = 0; i < bytes / 4; ++i) p[i] = 1.0f;
+    float* p = static_cast<float*>(std::aligned_alloc(size_t(2) << 20, bytes));
+#ifdef __linux__
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    // Varied contents: a buffer of identical pages can read faster than
+    // real data (the hypervisor may merge such pages).
+    uint32_t r = 1;
+    for (size_t i = 0; i < bytes / 4; ++i) {
+      r = r * 1664525u + 1013904223u;
+      p[i] = float(r >> 8) * 0x1p-24f;
+    }
     return Buffer{p, bytes / 4};
   }();
   return b;
@@ -260,28 +275,34 @@ __attribute__((target("avx2"), noinline)) double PeakAvx2(long rounds) {
 }
 #endif
 
-// One burst of the peak kernel on `threads` threads (created first, timed
-// from their release to the last one's end): flop/s.
+// One burst of the peak kernel on `threads` threads (the caller and
+// threads - 1 helpers, as ReadSeconds): flop/s.
 double PeakOnce(int threads, long rounds = 20000000) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> team;
   std::vector<double> flops(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t) {
+  auto burst = [rounds] {
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("avx512f") ? PeakAvx512(rounds)
+                                             : PeakAvx2(rounds);
+#else
+    return 0.0;
+#endif
+  };
+  for (int t = 1; t < threads; ++t) {
     team.emplace_back([&, t] {
       ready.fetch_add(1);
       while (!go.load()) {
       }
-#if defined(__x86_64__)
-      flops[size_t(t)] = __builtin_cpu_supports("avx512f") ? PeakAvx512(rounds)
-                                                           : PeakAvx2(rounds);
-#endif
+      flops[size_t(t)] = burst();
     });
   }
-  while (ready.load() != threads) {
+  while (ready.load() != threads - 1) {
   }
   const auto t0 = Clock::now();
   go.store(true);
+  flops[0] = burst();
   for (auto& th : team) th.join();
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   double total = 0;
@@ -381,10 +402,17 @@ void Decode(benchmark::State& state, const std::string& name, int threads,
   const auto tokens = Tokens(span);
   std::vector<float> logits(size_t(kC.n_vocab));
   const bool floor = name != "reference";
-  const Buffer& buf = BigBuffer();
-  const size_t floor_floats = size_t(WeightBytes() / 4.0) / 256 * 256;
+  // The floor: a streaming read of as many bytes as the weights, by the
+  // same number of threads, from a buffer kept as warm as the weights (it
+  // is read every 8 steps) and on the same page size as the backend's copy
+  // of them (reading the caller's own weight buffer, which the backend no
+  // longer touches after creation, measured up to 4x slower here: memory
+  // left cold is not equal on this virtual machine).
+  const float* weights = BigBuffer().p;
+  const size_t floor_floats = Weights().size() / 256 * 256;
   int p = 0;
   double secs = 0, read_secs = 0, best = 1e30, best_read = 1e30;
+  int since_floor = 0, reads = 0;
   for (auto _ : state) {
     const int pos = first + p;
     const auto t0 = Clock::now();
@@ -398,27 +426,38 @@ void Decode(benchmark::State& state, const std::string& name, int threads,
     p = (p + 1) % span;
     // The floor, measured between steps under the same conditions: one
     // streaming read of as many bytes as the weights, same thread count.
-    if (floor) {
-      const double r = ReadSeconds(buf.p, floor_floats, threads);
-      read_secs += r;
-      best_read = std::min(best_read, r);
+    // Every 8 steps, the floor: an untimed read first (the backend's
+    // worker spins about 1 ms for its next job, then sleeps; the timed
+    // reads must have both cores), then 4 timed reads.
+    if (floor && ++since_floor == 8) {
+      since_floor = 0;
+      ReadSeconds(weights, floor_floats / 4, threads);
+      for (int r = 0; r < 4; ++r) {
+        const double t = ReadSeconds(weights, floor_floats, threads);
+        read_secs += t;
+        best_read = std::min(best_read, t);
+        ++reads;
+      }
     }
   }
   const double per_token = secs / double(state.iterations());
   state.counters["tok/s"] = 1.0 / per_token;
   state.counters["ms/tok"] = per_token * 1e3;
   state.counters["best_ms/tok"] = best * 1e3;
-  if (floor) {
-    state.counters["floor_ms"] = read_secs / double(state.iterations()) * 1e3;
-    state.counters["floor_ratio"] = read_secs / secs;
+  // The weights' bytes over the step time: the bandwidth a step achieves.
+  state.counters["GB/s"] = WeightBytes() / per_token / 1e9;
+  if (floor && reads > 0) {
+    const double floor_s = read_secs / reads;
+    state.counters["floor_ms"] = floor_s * 1e3;
+    state.counters["floor_ratio"] = floor_s / per_token;
     // On a machine shared with other jobs: the fastest step against the
     // fastest read, each the least disturbed of its kind.
     state.counters["best_floor_ratio"] = best_read / best;
-    if (g_reference_ms > 0) {
-      state.counters["x_reference"] = g_reference_ms / (per_token * 1e3);
-    }
-  } else {
+  }
+  if (!floor) {
     g_reference_ms = per_token * 1e3;
+  } else if (g_reference_ms > 0) {
+    state.counters["x_reference"] = g_reference_ms / (per_token * 1e3);
   }
   state.SetLabel(b->name());
 }
@@ -448,8 +487,10 @@ void Prefill(benchmark::State& state, const std::string& name, int threads) {
     best = std::min(best, dt);
     if (s != LS_OK) state.SkipWithError(ls_status_message(s));
     // The peak, measured after every pass under the same conditions (the
-    // clock of this machine drifts with its neighbours' load): ~20 ms.
-    const double pk = PeakOnce(threads, 2000000);
+    // clock of this machine drifts with its neighbours' load): an untimed
+    // burst while the backend's worker stops spinning, then ~20 ms.
+    PeakOnce(threads, 1000000);
+    const double pk = PeakOnce(threads, 8000000);
     peak_sum += pk;
     best_peak = std::max(best_peak, pk);
   }

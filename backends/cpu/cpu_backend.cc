@@ -9,6 +9,8 @@
 //  - LayerNorm, residuals and embeddings call or mirror the core; matrix
 //    products, the output head, GELU and attention come from the kernel
 //    table (cpu/kernels.h) of the ISA chosen at creation.
+//  - Every matrix is read through a copy repacked at creation into panels
+//    of 128 columns (below), so that a product streams memory linearly.
 // The team of threads runs a whole pass as one job, with a barrier after
 // each matrix product and after attention. Within a phase the members
 // claim units of work (column tiles, heads) from a shared counter, so a
@@ -48,36 +50,43 @@ Range share(int n, int m, int members) {
   return {b, std::min(n, b + chunk)};
 }
 
-// The output head reads wte through a copy repacked at creation into
-// panels of kPanel rows: panel p holds wte[p*kPanel + r][k] at
-// (p*C + k)*kPanel + r (rows past n_vocab are +0.0). One panel is then an
-// input-major [C, kPanel] matrix, so the head is the same streaming matrix
-// product as every other (lanes across rows, k in order), reading memory
-// linearly. (Vectorizing across rows of wte in place needs a transpose in
-// registers per 16 x 16 tile: measured at 0.71 of the streaming bandwidth,
-// against 1.02 for the panels; docs/cpu-backend.md.)
-constexpr int kPanel = 128;
+// Every matrix is read through a copy made at creation: the columns of an
+// input-major W [K, N] cut into panels of kPanel = 64, panel p holding
+// W[k][64p + j] at p*K*64 + k*pw + j (pw = the panel's width, 64 but for
+// the last). A panel is then a small input-major matrix with contiguous
+// rows, read linearly: the cached step takes two panels at a time (two
+// streams, 8 AVX-512 accumulators), a batch of positions one panel at a
+// time (4 x 6 tile). Measured with two threads (docs/cpu-backend.md): W in
+// place (512 bytes of each 9-12 KB row per tile) ran at 0.80-0.86 of a
+// streaming read, the panels at 0.98-1.04; for batches, 64-wide panels
+// keep a K = 3072 panel (768 KB) in L2, 128-wide ones halved the speed.
+// The output head, logits = h . wte^T, is the same with W = wte^T (in
+// place, 16 rows transposed in registers per 16 x 16 tile ran at 0.71 of
+// a streaming read). The arithmetic is untouched: each output's k order is
+// the same.
+constexpr int kPanel = 64;
 
-size_t panels(const ls_gpt2_config& c) {
-  return (size_t(c.n_vocab) + kPanel - 1) / kPanel;
+size_t panels(int n) { return (size_t(n) + kPanel - 1) / kPanel; }
+
+// Floats of one layer's repacked matrices (c_attn, c_proj, c_fc, MLP
+// c_proj: 12 C^2) and their offsets in it.
+size_t layer_floats(size_t C) { return 12 * C * C; }
+struct LayerPanels {
+  size_t attn, proj, fc, out;
+};
+LayerPanels layer_panels(size_t C) {
+  return {0, 3 * C * C, 4 * C * C, 8 * C * C};
 }
 
-// Column units claimed by one member at a time for a single position: 128
-// columns (the AVX-512 decode tile), 64 when a matrix has few. (A batch of
-// positions claims one packed panel at a time.)
-int unit_for(int n_out) { return n_out >= 16 * 128 ? 128 : 64; }
-
-// The scratch of one backend, in floats: for P positions the residual
+// The memory of one backend, in floats: for P positions the residual
 // stream X, LayerNorm output H, q|k|v, attention output A, MLP hidden F and
 // projection output Y; per member a private residual stream and LayerNorm
-// output for the cached step, a score row of n_ctx per head, a head panel's
-// outputs and two packing panels; the repacked head.
+// output for the cached step and a score row of n_ctx per head; the
+// repacked matrices of every layer and the repacked head.
 struct Layout {
-  size_t x, h, qkv, a, f, y, xm, hm, score, tail, pack, pack_stride, head;
-  size_t total;
+  size_t x, h, qkv, a, f, y, xm, hm, score, blocks, head, total;
 };
-Layout layout(const ls_gpt2_config& c, const CpuKernels& k, int positions,
-              int members) {
+Layout layout(const ls_gpt2_config& c, int positions, int members) {
   const size_t C = size_t(c.n_embd), P = size_t(positions);
   const size_t M = size_t(members);
   // Each buffer starts on a 64-byte line.
@@ -93,10 +102,8 @@ Layout layout(const ls_gpt2_config& c, const CpuKernels& k, int positions,
   l.xm = o, o += M * round(C);
   l.hm = o, o += M * round(C);
   l.score = o, o += M * round(size_t(c.n_head) * size_t(c.n_ctx));
-  l.tail = o, o += M * round(kPanel);
-  l.pack_stride = round(4 * C * size_t(k.pack_width));
-  l.pack = o, o += 2 * M * l.pack_stride;
-  l.head = o, o += panels(c) * kPanel * C;
+  l.blocks = o, o += size_t(c.n_layer) * layer_floats(C);
+  l.head = o, o += size_t(c.n_vocab) * C;
   l.total = o;
   return l;
 }
@@ -124,7 +131,7 @@ class CpuBackend final : public Gpt2Backend {
         k_(k),
         pool_(threads),
         positions_(positions_for(c, max_prefix)),
-        lay_(layout(c, k, positions_, pool_.size())),
+        lay_(layout(c, positions_, pool_.size())),
         counters_(new std::atomic<int>[size_t(kPerLayer * c.n_layer + 1)]) {
     // 2 MB aligned, and on Linux asked for transparent huge pages: the
     // head panels (154 MB for 124M) are streamed once per token, and 4 KB
@@ -135,8 +142,8 @@ class CpuBackend final : public Gpt2Backend {
 #ifdef __linux__
     madvise(buf_.get(), bytes, MADV_HUGEPAGE);  // advisory: failure is fine
 #endif
-    std::fill(buf_.get(), buf_.get() + lay_.head, 0.0f);
-    repack_head();
+    std::fill(buf_.get(), buf_.get() + lay_.blocks, 0.0f);
+    repack_all();
   }
 
   std::string name() const override {
@@ -234,10 +241,11 @@ class CpuBackend final : public Gpt2Backend {
     embed(p.tokens[0], p.first, x);
     for (int l = 0; l < c.n_layer; ++l) {
       const ls_gpt2_block b = ls_gpt2_block_offsets(&c, l);
+      const Mats P = mats(l);
       if (l > 0) residual(x, Y, C);
       ls_layernorm32(x, w_ + b.ln1_g, w_ + b.ln1_b, C, h);
-      matmul(counter(l, kAttnIn), h, Cs, 1, b.attn_w, b.attn_b, C, 3 * C, QKV,
-             3 * Cs, m, false);
+      matmul(counter(l, kAttnIn), h, Cs, 1, P.attn, w_ + b.attn_b, C, 3 * C,
+             QKV, 3 * Cs, false);
       pool_.barrier();
       float* keys = p.cache + size_t(l) * 2 * Cs;
       float* kv = keys + size_t(p.first) * row;
@@ -253,16 +261,16 @@ class CpuBackend final : public Gpt2Backend {
                   p.first + 1, scale, score, A + o0);
       }
       pool_.barrier();
-      matmul(counter(l, kProj), A, Cs, 1, b.proj_w, b.proj_b, C, C, Y, Cs, m,
+      matmul(counter(l, kProj), A, Cs, 1, P.proj, w_ + b.proj_b, C, C, Y, Cs,
              false);
       pool_.barrier();
       residual(x, Y, C);
       ls_layernorm32(x, w_ + b.ln2_g, w_ + b.ln2_b, C, h);
-      matmul(counter(l, kFc), h, Cs, 1, b.fc_w, b.fc_b, C, 4 * C, F, 4 * Cs, m,
+      matmul(counter(l, kFc), h, Cs, 1, P.fc, w_ + b.fc_b, C, 4 * C, F, 4 * Cs,
              true);
       pool_.barrier();
-      matmul(counter(l, kOut), F, 4 * Cs, 1, b.out_w, b.out_b, 4 * C, C, Y, Cs,
-             m, false);
+      matmul(counter(l, kOut), F, 4 * Cs, 1, P.out, w_ + b.out_b, 4 * C, C, Y,
+             Cs, false);
       pool_.barrier();
     }
     residual(x, Y, C);
@@ -293,14 +301,15 @@ class CpuBackend final : public Gpt2Backend {
     }
     for (int l = 0; l < c.n_layer; ++l) {
       const ls_gpt2_block b = ls_gpt2_block_offsets(&c, l);
+      const Mats P = mats(l);
       for (int t = pos.begin; t < pos.end; ++t) {
         float* x = X + size_t(t) * Cs;
         if (l > 0) residual(x, Y + size_t(t) * Cs, C);
         ls_layernorm32(x, w_ + b.ln1_g, w_ + b.ln1_b, C, Hn + size_t(t) * Cs);
       }
       pool_.barrier();
-      matmul(counter(l, kAttnIn), Hn, Cs, n, b.attn_w, b.attn_b, C, 3 * C, QKV,
-             3 * Cs, m, false);
+      matmul(counter(l, kAttnIn), Hn, Cs, n, P.attn, w_ + b.attn_b, C, 3 * C,
+             QKV, 3 * Cs, false);
       pool_.barrier();
       for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
         const int h0 = u * head_group(),
@@ -313,7 +322,7 @@ class CpuBackend final : public Gpt2Backend {
         }
       }
       pool_.barrier();
-      matmul(counter(l, kProj), A, Cs, n, b.proj_w, b.proj_b, C, C, Y, Cs, m,
+      matmul(counter(l, kProj), A, Cs, n, P.proj, w_ + b.proj_b, C, C, Y, Cs,
              false);
       pool_.barrier();
       for (int t = pos.begin; t < pos.end; ++t) {
@@ -322,11 +331,11 @@ class CpuBackend final : public Gpt2Backend {
         ls_layernorm32(x, w_ + b.ln2_g, w_ + b.ln2_b, C, Hn + size_t(t) * Cs);
       }
       pool_.barrier();
-      matmul(counter(l, kFc), Hn, Cs, n, b.fc_w, b.fc_b, C, 4 * C, F, 4 * Cs, m,
+      matmul(counter(l, kFc), Hn, Cs, n, P.fc, w_ + b.fc_b, C, 4 * C, F, 4 * Cs,
              true);
       pool_.barrier();
-      matmul(counter(l, kOut), F, 4 * Cs, n, b.out_w, b.out_b, 4 * C, C, Y, Cs,
-             m, false);
+      matmul(counter(l, kOut), F, 4 * Cs, n, P.out, w_ + b.out_b, 4 * C, C, Y,
+             Cs, false);
       pool_.barrier();
     }
     // The last position's second residual and ln_f, into this member's h
@@ -339,78 +348,84 @@ class CpuBackend final : public Gpt2Backend {
     ls_layernorm32(x, w_ + lnf, w_ + lnf + Cs, C, h);
   }
 
-  // §6 logits = h . wte^T from this member's h, panel by panel (the last,
-  // partial panel through `tail`).
+  // §6 logits = h . wte^T from this member's h: the product with the
+  // repacked head (no bias), then the finiteness check of ls_gpt2_step.
   void head(Pass& p, int m) {
     const ls_gpt2_config& c = c_;
-    const size_t Cs = size_t(c.n_embd);
-    float* buf = buf_.get();
-    const float* h = buf + lay_.hm + size_t(m) * lay_stride_c();
-    const float* panel0 = buf + lay_.head;
-    float* tail = buf + lay_.tail + size_t(m) * round16(kPanel);
+    const float* h = buf_.get() + lay_.hm + size_t(m) * lay_stride_c();
     std::atomic<int>& next = counters_[size_t(kPerLayer * c.n_layer)];
-    const int np = int(panels(c));
-    for (int pn; (pn = next.fetch_add(1)) < np;) {
-      const int r0 = pn * kPanel, r1 = std::min(c.n_vocab, r0 + kPanel);
-      float* y = r1 - r0 == kPanel ? p.logits + r0 : tail;
-      k_.matmul(h, Cs, 1, panel0 + size_t(pn) * kPanel * Cs, nullptr, c.n_embd,
-                kPanel, 0, kPanel, y, kPanel);
-      if (y == tail) std::copy(tail, tail + (r1 - r0), p.logits + r0);
-      for (int v = r0; v < r1; ++v) {
+    const int V = c.n_vocab, units = int((panels(V) + 1) / 2);
+    const size_t C = size_t(c.n_embd);
+    const float* head = buf_.get() + lay_.head;
+    for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+      const int o0 = u * 2 * kPanel, o1 = std::min(V, o0 + 2 * kPanel);
+      if (o1 - o0 == 2 * kPanel) {
+        k_.matvec_pair(h, head + size_t(o0) * C, head + size_t(o0 + kPanel) * C,
+                       nullptr, c.n_embd, p.logits + o0);
+      } else {
+        for (int c0 = o0; c0 < o1; c0 += kPanel) {
+          const int pw = std::min(kPanel, V - c0);
+          k_.matmul(h, C, 1, head + size_t(c0) * C, nullptr, c.n_embd, pw, 0,
+                    pw, p.logits + c0, size_t(V));
+        }
+      }
+      for (int v = o0; v < o1; ++v) {
         if (!(p.logits[v] - p.logits[v] == 0.0f)) p.nonfinite[m] = true;
       }
     }
   }
 
-  // y = x . W + b over units of columns claimed from `next`; with gelu,
-  // §3.3 on each unit's outputs right after it is computed. A single
-  // position reads W in place, units of unit_for() columns; a batch goes
-  // through packed panels of pack_width columns, each unit packing the
-  // panel of the unit it claims next while it computes.
+  // This layer's repacked matrices.
+  struct Mats {
+    const float *attn, *proj, *fc, *out;
+  };
+  Mats mats(int l) const {
+    const size_t C = size_t(c_.n_embd);
+    const float* base = buf_.get() + lay_.blocks + size_t(l) * layer_floats(C);
+    const LayerPanels o = layer_panels(C);
+    return {base + o.attn, base + o.proj, base + o.fc, base + o.out};
+  }
+
+  // y = x . W + bias for W [n_in, n_out] repacked into panels, over units
+  // claimed from `next`: pairs of panels for one position; for a batch, one
+  // panel and a slice of the positions (the panels of a narrow matrix are
+  // cut into position slices, so every member gets about 8 units or more
+  // and the phase ends evenly). With gelu, §3.3 on each unit's outputs
+  // right after it is computed.
   void matmul(std::atomic<int>& next, const float* x, size_t xs, int n,
-              size_t w_off, size_t b_off, int n_in, int n_out, float* y,
-              size_t ys, int m, bool gelu) {
-    const float* w = w_ + w_off;
-    const float* bias = w_ + b_off;
-    auto finish = [&](int o0, int o1) {
-      if (!gelu) return;
-      for (int t = 0; t < n; ++t) {
-        k_.gelu(y + size_t(t) * ys + size_t(o0), o1 - o0);
-      }
-    };
-    if (n == 1) {
-      const int unit = unit_for(n_out);
-      const int units = (n_out + unit - 1) / unit;
-      for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
-        const int o0 = u * unit, o1 = std::min(n_out, o0 + unit);
-        k_.matmul(x, xs, n, w, bias, n_in, n_out, o0, o1, y, ys);
-        finish(o0, o1);
-      }
-      return;
-    }
-    const int tw = k_.pack_width;
-    const int full = n_out / tw, units = full + (n_out % tw != 0);
-    float* pa = buf_.get() + lay_.pack + size_t(2 * m) * lay_.pack_stride;
-    float* pb = pa + lay_.pack_stride;
-    bool have = false;  // pa holds unit u's panel
-    int u = next.fetch_add(1, std::memory_order_relaxed);
-    while (u < units) {
-      const int un = next.fetch_add(1, std::memory_order_relaxed);
-      const int o0 = u * tw, o1 = std::min(n_out, o0 + tw);
-      if (u < full) {
-        if (!have) k_.pack(w + o0, size_t(n_out), n_in, pa);
-        const bool more = un < full;
-        k_.matmul_panel(x, xs, n, pa, bias + o0, n_in, y + o0, ys,
-                        more ? w + size_t(un) * size_t(tw) : nullptr,
-                        size_t(n_out), pb);
-        std::swap(pa, pb);
-        have = more;
+              const float* w, const float* bias, int n_in, int n_out, float* y,
+              size_t ys, bool gelu) {
+    const int np = int(panels(n_out)), per = n == 1 ? 2 : 1;
+    const int cols = (np + per - 1) / per;
+    // Position slices: multiples of 6 (the AVX-512 tile height).
+    const int want = n == 1 ? 1 : (8 * pool_.size() + cols - 1) / cols;
+    const int slices = std::max(1, std::min(want, n / 12));
+    const int rows = (n + slices - 1) / slices;
+    const int slice = (rows + 5) / 6 * 6;
+    const int units = cols * slices;
+    const size_t K = size_t(n_in);
+    for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+      const int cu = u / slices, su = u % slices;
+      const int t0 = std::min(n, su * slice), t1 = std::min(n, t0 + slice);
+      if (t0 >= t1) continue;
+      const float* xt = x + size_t(t0) * xs;
+      float* yt = y + size_t(t0) * ys;
+      const int o0 = cu * per * kPanel, o1 = std::min(n_out, o0 + per * kPanel);
+      if (o1 - o0 == 2 * kPanel) {
+        k_.matvec_pair(xt, w + size_t(o0) * K, w + size_t(o0 + kPanel) * K,
+                       bias ? bias + o0 : nullptr, n_in, yt + o0);
       } else {
-        k_.matmul(x, xs, n, w, bias, n_in, n_out, o0, o1, y, ys);
-        have = false;
+        for (int c0 = o0; c0 < o1; c0 += kPanel) {
+          const int pw = std::min(kPanel, n_out - c0);
+          k_.matmul(xt, xs, t1 - t0, w + size_t(c0) * K,
+                    bias ? bias + c0 : nullptr, n_in, pw, 0, pw, yt + c0, ys);
+        }
       }
-      finish(o0, o1);
-      u = un;
+      if (gelu) {
+        for (int t = t0; t < t1; ++t) {
+          k_.gelu(y + size_t(t) * ys + size_t(o0), o1 - o0);
+        }
+      }
     }
   }
 
@@ -426,19 +441,33 @@ class CpuBackend final : public Gpt2Backend {
     for (int i = 0; i < C; ++i) x[i] = x[i] + y[i];
   }
 
-  void repack_head() {
-    const size_t C = size_t(c_.n_embd);
-    float* head = buf_.get() + lay_.head;
-    for (size_t pn = 0; pn < panels(c_); ++pn) {
-      float* panel = head + pn * kPanel * C;
-      for (size_t r = 0; r < size_t(kPanel); ++r) {
-        const size_t v = pn * kPanel + r;
-        const float* row = v < size_t(c_.n_vocab) ? w_ + v * C : nullptr;
-        for (size_t k = 0; k < C; ++k) {
-          panel[k * kPanel + r] = row ? row[k] : 0.0f;
+  // The panels of W [K, N] (row stride ld, column stride cs: the head is
+  // wte^T, element (k, o) at wte[o*C + k]) into dst.
+  static void repack(const float* w, size_t K, size_t N, size_t ld, size_t cs,
+                     float* dst) {
+    for (size_t c0 = 0; c0 < N; c0 += kPanel) {
+      const size_t pw = std::min<size_t>(kPanel, N - c0);
+      float* panel = dst + c0 * K;
+      for (size_t k = 0; k < K; ++k) {
+        for (size_t j = 0; j < pw; ++j) {
+          panel[k * pw + j] = w[k * ld + (c0 + j) * cs];
         }
       }
     }
+  }
+
+  void repack_all() {
+    const size_t C = size_t(c_.n_embd);
+    for (int l = 0; l < c_.n_layer; ++l) {
+      const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
+      float* base = buf_.get() + lay_.blocks + size_t(l) * layer_floats(C);
+      const LayerPanels o = layer_panels(C);
+      repack(w_ + b.attn_w, C, 3 * C, 3 * C, 1, base + o.attn);
+      repack(w_ + b.proj_w, C, C, C, 1, base + o.proj);
+      repack(w_ + b.fc_w, C, 4 * C, 4 * C, 1, base + o.fc);
+      repack(w_ + b.out_w, 4 * C, C, C, 1, base + o.out);
+    }
+    repack(w_, C, size_t(c_.n_vocab), 1, C, buf_.get() + lay_.head);
   }
 
   // Attention units: groups of consecutive heads, about two per member.
@@ -468,7 +497,7 @@ size_t cpu_backend_memory_bytes(const ls_gpt2_config& c, const std::string& isa,
                                 int threads, int max_prefix) {
   const CpuKernels* k = cpu::kernels_for(isa);
   if (!k) throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
-  return allocation_bytes(layout(c, *k, positions_for(c, max_prefix), threads));
+  return allocation_bytes(layout(c, positions_for(c, max_prefix), threads));
 }
 
 std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,

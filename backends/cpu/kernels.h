@@ -21,24 +21,21 @@ namespace lockstep::cpu {
 struct CpuKernels {
   const char* isa;  // "avx512", "avx2", "generic"
   int lanes;        // binary32 lanes per vector
-  int pack_width;   // columns of one packed panel (batched products)
 
   // §2.2 for n positions: y[t*ys + o] = dot(x[t*xs + 0..n_in),
   // W[0..n_in, o]) (+ bias[o] when bias is not null) for o in [o0, o1),
-  // W input-major [n_in, n_out], read in place (the cached step).
+  // W input-major [n_in, n_out]. One position uses a tile of 8 vectors x 1
+  // position (the weights stream from memory once); a batch 4 x 6
+  // (AVX-512) or 2 x 4 (AVX2, generic), reusing each row slice of W for
+  // several positions.
   void (*matmul)(const float* x, size_t xs, int n, const float* w,
                  const float* bias, int n_in, int n_out, int o0, int o1,
                  float* y, size_t ys);
-  // The same for the pack_width columns of one panel, for a batch of
-  // positions: pack copies W's columns [w_o, w_o + pack_width) (row stride
-  // ldw) into panel[n_in * pack_width]; matmul_panel computes y[t*ys + j]
-  // (+ bias[j]) for j < pack_width from the panel (y, bias offset to the
-  // panel's first column) and meanwhile packs the next panel from w_next
-  // (when not null) into panel_next.
-  void (*pack)(const float* w_o, size_t ldw, int n_in, float* panel);
-  void (*matmul_panel)(const float* x, size_t xs, int n, const float* panel,
-                       const float* bias, int n_in, float* y, size_t ys,
-                       const float* w_next, size_t ldw, float* panel_next);
+  // One position against two 64-column panels, each [n_in, 64] with
+  // contiguous rows (the backend's repacked matrices): y[j] = dot(x,
+  // p0[:, j]) (+ bias[j]) for j < 64, y[64 + j] from p1 (+ bias[64 + j]).
+  void (*matvec_pair)(const float* x, const float* p0, const float* p1,
+                      const float* bias, int n_in, float* y);
   // §3.3 in place on v[0..n).
   void (*gelu)(float* v, int n);
   // §3.1 y[i] = exp(x[i]) (for tests: the vector exp against ls_exp32).

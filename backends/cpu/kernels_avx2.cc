@@ -8,9 +8,10 @@
 namespace lockstep::cpu {
 namespace {
 
-// Tile shapes: NP positions x NV vectors for batched products (accumulators
-// plus one row slice must fit the register file), a wider single-position
-// tile for decode, where the weights stream from memory once.
+// Tile shapes: NP positions x NV vectors for batched products (the
+// accumulators plus one row slice must fit the register file), a wider
+// single-position tile for decode, where the weights stream from memory
+// once.
 constexpr int kNV = 2, kNP = 4, kDecodeNV = 8;
 
 void matmul_avx2(const float* x, size_t xs, int n, const float* w,
@@ -26,15 +27,8 @@ void matmul_avx2(const float* x, size_t xs, int n, const float* w,
 }
 
 constexpr CpuKernels kTable = {
-    "avx2",
-    VecAvx2::W,
-    kNV* VecAvx2::W,
-    matmul_avx2,
-    pack_panel<VecAvx2, kNV>,
-    matmul_panel<VecAvx2, kNV, kNP>,
-    gelu<VecAvx2>,
-    exp_n<VecAvx2>,
-    attend<VecAvx2>,
+    "avx2",        VecAvx2::W,     matmul_avx2,     matvec_pair<VecAvx2>,
+    gelu<VecAvx2>, exp_n<VecAvx2>, attend<VecAvx2>,
 };
 
 }  // namespace

@@ -12,9 +12,10 @@
 namespace lockstep::cpu {
 namespace {
 
-// Tile shapes: NP positions x NV vectors for batched products (accumulators
-// plus one row slice must fit the register file), a wider single-position
-// tile for decode, where the weights stream from memory once.
+// Tile shapes: NP positions x NV vectors for batched products (the
+// accumulators plus one row slice must fit the register file), a wider
+// single-position tile for decode, where the weights stream from memory
+// once.
 constexpr int kNV = 4, kNP = 6, kDecodeNV = 8;
 
 void matmul_avx512(const float* x, size_t xs, int n, const float* w,
@@ -30,14 +31,9 @@ void matmul_avx512(const float* x, size_t xs, int n, const float* w,
 }
 
 constexpr CpuKernels kTable = {
-    "avx512",
-    VecAvx512::W,
-    kNV* VecAvx512::W,
-    matmul_avx512,
-    pack_panel<VecAvx512, kNV>,
-    matmul_panel<VecAvx512, kNV, kNP>,
-    gelu<VecAvx512>,
-    exp_n<VecAvx512>,
+    "avx512",          VecAvx512::W,
+    matmul_avx512,     matvec_pair<VecAvx512>,
+    gelu<VecAvx512>,   exp_n<VecAvx512>,
     attend<VecAvx512>,
 };
 

@@ -8,9 +8,10 @@
 namespace lockstep::cpu {
 namespace {
 
-// Tile shapes: NP positions x NV vectors for batched products (accumulators
-// plus one row slice must fit the register file), a wider single-position
-// tile for decode, where the weights stream from memory once.
+// Tile shapes: NP positions x NV vectors for batched products (the
+// accumulators plus one row slice must fit the register file), a wider
+// single-position tile for decode, where the weights stream from memory
+// once.
 constexpr int kNV = 2, kNP = 4, kDecodeNV = 8;
 
 void matmul_generic(const float* x, size_t xs, int n, const float* w,
@@ -26,14 +27,9 @@ void matmul_generic(const float* x, size_t xs, int n, const float* w,
 }
 
 constexpr CpuKernels kTable = {
-    "generic",
-    VecGeneric::W,
-    kNV* VecGeneric::W,
-    matmul_generic,
-    pack_panel<VecGeneric, kNV>,
-    matmul_panel<VecGeneric, kNV, kNP>,
-    gelu<VecGeneric>,
-    exp_n<VecGeneric>,
+    "generic",          VecGeneric::W,
+    matmul_generic,     matvec_pair<VecGeneric>,
+    gelu<VecGeneric>,   exp_n<VecGeneric>,
     attend<VecGeneric>,
 };
 

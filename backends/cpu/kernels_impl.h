@@ -116,9 +116,9 @@ void matmul_columns(const float* x, size_t xs, int n, const float* w,
   }
 }
 
-// Columns [o0, o1) straight from W: tiles of NV vectors, then of NV / 2,
-// then single vectors, then single columns as scalar code (the same
-// operations, one lane). The decode path, and the ragged edge of a batch.
+// Columns [o0, o1) of W: tiles of NV vectors, then of NV / 2, then single
+// vectors, then single columns as scalar code (the same operations, one
+// lane).
 template <class V, int NV, int NP>
 void matmul_range(const float* x, size_t xs, int n, const float* w,
                   const float* bias, int n_in, int n_out, int o0, int o1,
@@ -148,76 +148,63 @@ void matmul_range(const float* x, size_t xs, int n, const float* w,
   }
 }
 
-// ---------------------------------------------------------------------------
-// Batched products (the full pass) through packed panels. A column tile of
-// TW = NV * W columns is copied into a contiguous [n_in, TW] panel, which
-// every tile of NP positions then reads linearly from L2 (straight from W
-// it would be 256 bytes per row at a 9-12 KB stride: a TLB miss and a
-// prefetcher restart per k). The copy of the next tile's panel is spread
-// between this tile's position tiles, one slice of rows each, its rows
-// prefetched one slice ahead, so the strided reads from memory overlap the
-// arithmetic instead of stalling it. The arithmetic is matmul_tile's.
-
-// Rows [k0, k1) of the panel of W's columns [w_o, w_o + TW).
-template <class V, int NV>
-void pack_rows(const float* w_o, size_t ldw, int k0, int k1, float* panel) {
-  constexpr int W = V::W, TW = NV * W;
-  for (int k = k0; k < k1; ++k) {
-    const float* src = w_o + size_t(k) * ldw;
-    float* dst = panel + size_t(k) * TW;
+// One position against two 64-column panels p0, p1 (each [n_in, 64],
+// rows contiguous): 128 outputs, y[0..64) from p0 and y[64..128) from p1,
+// in one tile of 2 * (64 / W) vectors, so that two linear streams feed
+// 8 AVX-512 accumulators (the per-lane arithmetic is matmul_tile's). For
+// narrower vectors, one panel at a time.
+template <class V, int NVH>
+void matvec_pair_tile(const float* x, const float* p0, const float* p1,
+                      int nblk, int L, const float* bias, float* y) {
+  using reg = typename V::reg;
+  constexpr int W = V::W, PW = NVH * W;
+  reg part[16][2 * NVH];
+  for (int b = 0; b < nblk; ++b) {
+    reg acc[2 * NVH];
 #pragma GCC unroll 32
-    for (int v = 0; v < NV; ++v) V::store(dst + v * W, V::load(src + v * W));
+    for (int v = 0; v < 2 * NVH; ++v) acc[v] = V::zero();
+    const size_t r0 = size_t(b) * size_t(L);
+    const float* w0 = p0 + r0 * PW;
+    const float* w1 = p1 + r0 * PW;
+    const float* xk = x + r0;
+    for (int k = 0; k < L; ++k, w0 += PW, w1 += PW) {
+      const reg xb = V::set1(xk[k]);
+#pragma GCC unroll 32
+      for (int v = 0; v < NVH; ++v) {
+        acc[v] = V::add(acc[v], V::mul(xb, V::load(w0 + v * W)));
+        acc[NVH + v] = V::add(acc[NVH + v], V::mul(xb, V::load(w1 + v * W)));
+      }
+    }
+#pragma GCC unroll 32
+    for (int v = 0; v < 2 * NVH; ++v) part[b][v] = acc[v];
+  }
+  if (nblk == 16) {
+    for (int h = 8; h >= 1; h /= 2) {
+      for (int i = 0; i < h; ++i) {
+        for (int v = 0; v < 2 * NVH; ++v) {
+          part[i][v] = V::add(part[i][v], part[i + h][v]);
+        }
+      }
+    }
+  }
+  for (int v = 0; v < 2 * NVH; ++v) {
+    reg s = part[0][v];
+    if (bias) s = V::add(s, V::load(bias + v * W));
+    V::store(y + v * W, s);
   }
 }
 
-template <class V, int NV>
-void prefetch_rows(const float* w_o, size_t ldw, int k0, int k1) {
-  constexpr int TW = NV * V::W;
-  for (int k = k0; k < k1; ++k) {
-    const char* src = reinterpret_cast<const char*>(w_o + size_t(k) * ldw);
-    for (int b = 0; b < TW * 4; b += 64) __builtin_prefetch(src + b, 0, 2);
-  }
-}
-
-template <class V, int NV>
-void pack_panel(const float* w_o, size_t ldw, int n_in, float* panel) {
-  prefetch_rows<V, NV>(w_o, ldw, 0, n_in < 16 ? n_in : 16);
-  for (int k0 = 0; k0 < n_in; k0 += 16) {
-    const int k1 = n_in - k0 < 16 ? n_in : k0 + 16;
-    prefetch_rows<V, NV>(w_o, ldw, k1, n_in - k1 < 16 ? n_in : k1 + 16);
-    pack_rows<V, NV>(w_o, ldw, k0, k1, panel);
-  }
-}
-
-// y[t][0..TW) for all n positions from `panel` (bias and y already offset
-// to the tile's first column); meanwhile packs W's columns at w_next (when
-// not null) into panel_next.
-template <class V, int NV, int NP>
-void matmul_panel(const float* x, size_t xs, int n, const float* panel,
-                  const float* bias, int n_in, float* y, size_t ys,
-                  const float* w_next, size_t ldw, float* panel_next) {
-  constexpr int TW = NV * V::W;
+template <class V>
+void matvec_pair(const float* x, const float* p0, const float* p1,
+                 const float* bias, int n_in, float* y) {
   const int nblk = (n_in > 0 && n_in % 16 == 0) ? 16 : 1;
   const int L = n_in / nblk;
-  const int tiles = (n + NP - 1) / NP;
-  const int slice = (n_in + tiles - 1) / tiles;
-  if (w_next) prefetch_rows<V, NV>(w_next, ldw, 0, slice < n_in ? slice : n_in);
-  for (int i = 0, t = 0; i < tiles; ++i, t += NP) {
-    const float* xt = x + size_t(t) * xs;
-    float* yt = y + size_t(t) * ys;
-    if (t + NP <= n) {
-      matmul_tile<V, NV, NP>(xt, xs, panel, TW, nblk, L, bias, yt, ys);
-    } else {
-      matmul_columns<V, NV, NP>(xt, xs, n - t, panel, TW, nblk, L, bias, yt,
-                                ys);
-    }
-    if (w_next) {
-      const int k0 = i * slice < n_in ? i * slice : n_in;
-      const int k1 = k0 + slice < n_in ? k0 + slice : n_in;
-      const int k2 = k1 + slice < n_in ? k1 + slice : n_in;
-      prefetch_rows<V, NV>(w_next, ldw, k1, k2);
-      pack_rows<V, NV>(w_next, ldw, k0, k1, panel_next);
-    }
+  if constexpr (64 / V::W <= 4) {
+    matvec_pair_tile<V, 64 / V::W>(x, p0, p1, nblk, L, bias, y);
+  } else {
+    matmul_range<V, 8, 1>(x, 0, 1, p0, bias, n_in, 64, 0, 64, y, 0);
+    matmul_range<V, 8, 1>(x, 0, 1, p1, bias ? bias + 64 : nullptr, n_in, 64, 0,
+                          64, y + 64, 0);
   }
 }
 
