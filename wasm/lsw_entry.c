@@ -1,0 +1,229 @@
+/* The WebAssembly module's exports (docs/wasm.md): memory plans computed
+ * from a config, and thin entries over the core's checked functions that
+ * work on the planned buffers. The module imports one memory, which the
+ * host creates once with exactly plan->total bytes (rounded up to pages);
+ * nothing here allocates or grows it.
+ *
+ * Every buffer lives at a fixed offset of the plan, so a host needs only
+ * the plan's offsets to write weights and tokens and read logits and the
+ * cache. */
+#include <stdint.h>
+
+#include "ls_gpt2.h"
+#include "ls_sampler.h"
+#include "ls_status.h"
+#include "ls_tiny.h"
+
+#define LSW_EXPORT(name) __attribute__((export_name(name)))
+
+/* The linker's end of static data and stack: planned buffers start after
+ * it, so that they can never overlap the module's own memory. */
+extern unsigned char __heap_base;
+
+/* A plan that does not fit the 4 GiB of a wasm32 memory (GPT-2 1.5B). */
+#define LSW_ERR_TOO_LARGE 100
+#define LSW_ALIGN 64u
+#define LSW_PAGE 65536u
+
+/* Byte offsets and sizes of every buffer a session uses. The field order is
+ * the host's ABI (hosts/node/module.mjs reads it as u32 words). */
+typedef struct {
+  uint32_t status; /* 0, an ls_status, or LSW_ERR_TOO_LARGE */
+  uint32_t total;  /* bytes the memory needs: a multiple of 64 KiB */
+  uint32_t weights, weights_bytes;
+  uint32_t cache, cache_bytes; /* GPT-2 only */
+  uint32_t scratch, scratch_bytes;
+  uint32_t logits, logits_bytes; /* f32 (GPT-2) or f64 (tiny) */
+  uint32_t tokens, tokens_bytes; /* int32, n_ctx of them */
+  uint32_t sample, sample_bytes; /* widened logits, ranks, weights */
+} lsw_plan;
+
+typedef struct {
+  int kind; /* 0: none, 1: tiny, 2: GPT-2 */
+  ls_gpt2_config gpt2;
+  int tiny_ctx;
+  int max_prefix;
+  lsw_plan plan;
+  uint64_t rng; /* the sampler's SplitMix64 state (§5.1) */
+} lsw_state;
+
+static lsw_state g;
+
+/* Lays out the buffers after the static data; sizes in bytes as uint64 so
+ * that an oversized config is reported rather than wrapped. */
+typedef struct {
+  uint64_t at;
+  int overflow;
+} lsw_cursor;
+
+static uint32_t lsw_take(lsw_cursor* c, uint64_t bytes, uint32_t* size) {
+  c->at = (c->at + LSW_ALIGN - 1) / LSW_ALIGN * LSW_ALIGN;
+  const uint64_t start = c->at;
+  c->at += bytes;
+  /* The last page must stay addressable: 4 GiB - 64 KiB at most. */
+  if (c->at > (uint64_t)0xFFFF0000u) c->overflow = 1;
+  *size = (uint32_t)bytes;
+  return (uint32_t)start;
+}
+
+static lsw_cursor lsw_start(void) {
+  lsw_cursor c;
+  c.at = (uint64_t)(uintptr_t)&__heap_base;
+  c.overflow = 0;
+  return c;
+}
+
+static void lsw_finish(lsw_cursor* c) {
+  lsw_plan* p = &g.plan;
+  p->total =
+      c->overflow
+          ? 0
+          : (uint32_t)((c->at + LSW_PAGE - 1) / LSW_PAGE * (uint64_t)LSW_PAGE);
+  if (c->overflow) p->status = LSW_ERR_TOO_LARGE;
+}
+
+static void lsw_sample_buffers(lsw_cursor* c, uint64_t vocab) {
+  g.plan.sample = lsw_take(c, vocab * (8 + 8 + 4), &g.plan.sample_bytes);
+}
+
+/* The plan for a tiny model of context n_ctx (docs/models.md). */
+LSW_EXPORT("tiny_plan") const lsw_plan* lsw_tiny_plan(int32_t n_ctx) {
+  g = (lsw_state){0};
+  const ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
+  if (L.total == 0) {
+    g.plan.status = LS_ERR_CONTEXT;
+    return &g.plan;
+  }
+  g.kind = 1;
+  g.tiny_ctx = n_ctx;
+  lsw_cursor c = lsw_start();
+  lsw_plan* p = &g.plan;
+  p->weights = lsw_take(&c, (uint64_t)L.total * 8, &p->weights_bytes);
+  p->scratch = lsw_take(&c, (uint64_t)ls_tiny_scratch_words(n_ctx) * 8,
+                        &p->scratch_bytes);
+  p->logits = lsw_take(&c, LS_TINY_VOCAB * 8, &p->logits_bytes);
+  p->tokens = lsw_take(&c, (uint64_t)n_ctx * 4, &p->tokens_bytes);
+  lsw_sample_buffers(&c, LS_TINY_VOCAB);
+  lsw_finish(&c);
+  return p;
+}
+
+/* The tiny checked entry (docs/models.md) on the planned buffers: the
+ * logits of the last of n_tokens tokens, weights clipped to [-bound,
+ * bound]. Returns an ls_status. */
+LSW_EXPORT("tiny_logits")
+int32_t lsw_tiny_logits(int32_t n_tokens, double bound) {
+  if (g.kind != 1) return LS_ERR_CONFIG;
+  if (n_tokens < 0) return LS_ERR_EMPTY_SEQUENCE;
+  const lsw_plan* p = &g.plan;
+  /* More tokens than the buffer holds is "too long", checked before the
+   * buffer is read. */
+  if (n_tokens > g.tiny_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
+  return ls_tiny_logits_checked(
+      g.tiny_ctx, (const double*)(uintptr_t)p->weights, p->weights_bytes / 8,
+      (const int32_t*)(uintptr_t)p->tokens, (size_t)n_tokens, bound,
+      (double*)(uintptr_t)p->scratch, p->scratch_bytes / 8,
+      (double*)(uintptr_t)p->logits);
+}
+
+/* The plan for a GPT-2 config; max_prefix (1..n_ctx, <= 0: n_ctx) sizes
+ * the full-prefix pass's scratch. */
+LSW_EXPORT("gpt2_plan")
+const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
+                              int32_t n_head, int32_t n_layer,
+                              int32_t max_prefix) {
+  g = (lsw_state){0};
+  ls_gpt2_config c = {n_vocab, n_ctx, n_embd, n_head, n_layer};
+  if (!ls_gpt2_config_valid(&c)) {
+    g.plan.status = LS_ERR_CONFIG;
+    return &g.plan;
+  }
+  g.kind = 2;
+  g.gpt2 = c;
+  g.max_prefix = max_prefix > 0 && max_prefix < n_ctx ? max_prefix : n_ctx;
+  const uint64_t step = ls_gpt2_step_scratch_floats(&c);
+  const uint64_t infer = ls_gpt2_infer_scratch_floats(&c, g.max_prefix);
+  lsw_cursor cur = lsw_start();
+  lsw_plan* p = &g.plan;
+  p->weights =
+      lsw_take(&cur, (uint64_t)ls_gpt2_param_count(&c) * 4, &p->weights_bytes);
+  p->cache =
+      lsw_take(&cur, (uint64_t)ls_gpt2_cache_floats(&c) * 4, &p->cache_bytes);
+  p->scratch =
+      lsw_take(&cur, (step > infer ? step : infer) * 4, &p->scratch_bytes);
+  p->logits = lsw_take(&cur, (uint64_t)n_vocab * 4, &p->logits_bytes);
+  p->tokens = lsw_take(&cur, (uint64_t)n_ctx * 4, &p->tokens_bytes);
+  lsw_sample_buffers(&cur, (uint64_t)n_vocab);
+  lsw_finish(&cur);
+  return p;
+}
+
+/* 1 when every loaded weight is finite (the cached step requires it). */
+LSW_EXPORT("gpt2_weights_finite") int32_t lsw_gpt2_weights_finite(void) {
+  if (g.kind != 2) return 0;
+  return ls_gpt2_weights_finite((const float*)(uintptr_t)g.plan.weights,
+                                g.plan.weights_bytes / 4);
+}
+
+/* ls_gpt2_step at `position`: the cache's first `position` rows must hold
+ * the earlier positions. Returns an ls_status. */
+LSW_EXPORT("cachedStep")
+int32_t lsw_gpt2_step(int32_t token, int32_t position) {
+  if (g.kind != 2) return LS_ERR_CONFIG;
+  const ls_gpt2_config* c = &g.gpt2;
+  const lsw_plan* p = &g.plan;
+  if (position < 0 || position >= c->n_ctx) return LS_ERR_POSITION;
+  const size_t used = (size_t)position * ls_gpt2_cache_row_floats(c);
+  return ls_gpt2_step(c, (const float*)(uintptr_t)p->weights,
+                      p->weights_bytes / 4, (float*)(uintptr_t)p->cache,
+                      p->cache_bytes / 4, used, token, position,
+                      (float*)(uintptr_t)p->scratch, p->scratch_bytes / 4,
+                      (float*)(uintptr_t)p->logits);
+}
+
+/* ls_gpt2_infer over the first n planned tokens. */
+LSW_EXPORT("infer") int32_t lsw_gpt2_infer(int32_t n) {
+  if (g.kind != 2) return LS_ERR_CONFIG;
+  const lsw_plan* p = &g.plan;
+  if (n > g.max_prefix && n <= g.gpt2.n_ctx) return LS_ERR_SCRATCH;
+  if (n > g.gpt2.n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
+  return ls_gpt2_infer(
+      &g.gpt2, (const float*)(uintptr_t)p->weights, p->weights_bytes / 4,
+      (const int32_t*)(uintptr_t)p->tokens, n, (float*)(uintptr_t)p->scratch,
+      p->scratch_bytes / 4, (float*)(uintptr_t)p->logits);
+}
+
+/* §5.1: the sampler's state is the seed. */
+LSW_EXPORT("seed") void lsw_seed(uint64_t seed) { g.rng = seed; }
+
+/* §5.2/§5.3 on the planned logits (GPT-2's binary32 widened exactly):
+ * greedy for top_k == 0, else top-k with temperature. Returns the token,
+ * or -1 for options the caller should have rejected. */
+LSW_EXPORT("sample") int32_t lsw_sample(int32_t top_k, double temperature) {
+  const lsw_plan* p = &g.plan;
+  const int n = g.kind == 1 ? LS_TINY_VOCAB : g.gpt2.n_vocab;
+  if (g.kind == 0 || top_k < 0 || top_k > n ||
+      !(temperature > 0.0 && temperature <= 1e300)) {
+    return -1;
+  }
+  double* wide = (double*)(uintptr_t)p->sample;
+  double* weight = wide + n;
+  int* rank = (int*)(weight + n);
+  if (g.kind == 1) {
+    const double* l = (const double*)(uintptr_t)p->logits;
+    for (int i = 0; i < n; ++i) wide[i] = l[i];
+  } else {
+    const float* l = (const float*)(uintptr_t)p->logits;
+    for (int i = 0; i < n; ++i) wide[i] = (double)l[i];
+  }
+  if (top_k == 0) return ls_argmax64(wide, n);
+  return ls_sample_top_k64(wide, n, top_k, temperature, &g.rng, rank, weight);
+}
+
+/* The English message of a status, as a NUL-terminated string in memory. */
+LSW_EXPORT("status_message") const char* lsw_status_message(int32_t s) {
+  if (s == LSW_ERR_TOO_LARGE) {
+    return "the model does not fit a 4 GiB WebAssembly memory";
+  }
+  return ls_status_message((ls_status)s);
+}

@@ -1,0 +1,173 @@
+/* The SIMD module's binary32 matrix kernels: ls_matvec32 and ls_rowdots32
+ * with wasm_simd128.h, replacing core/ls_ops32.c's loops of the same names
+ * (the rest of that file is compiled unchanged, below). core/ls_gpt2.c
+ * calls them by name, so the SIMD module runs the core's GPT-2 with these.
+ *
+ * The rule of docs/arithmetic.md §1.7: a lane holds one output and runs
+ * that output's scalar sequence. Here lanes run across outputs (columns of
+ * an input-major matrix, or rows of the tied head); the k order of every
+ * sum, its +0.0 start, the §2.1 block split and halving tree and the bias
+ * added last are the core's. There is no FMA in WebAssembly SIMD (relaxed
+ * SIMD is not enabled), and every multiply and add is its own instruction.
+ */
+#include <wasm_simd128.h>
+
+/* The core's kernels under other names: the scalar fallbacks below, and
+ * everything else of ls_ops32.c (dot, LayerNorm, softmax) as it is. */
+#define ls_matvec32 ls_matvec32_scalar
+#define ls_rowdots32 ls_rowdots32_scalar
+#include "ls_ops32.c"
+#undef ls_matvec32
+#undef ls_rowdots32
+
+void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
+                 int n_out, float* partial, float* y);
+void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y);
+
+/* One output vector of the §2.1 halving tree over 16 block sums. */
+static v128_t lsw_tree16(v128_t* s) {
+  for (int h = 8; h >= 1; h /= 2) {
+    for (int i = 0; i < h; ++i) s[i] = wasm_f32x4_add(s[i], s[i + h]);
+  }
+  return s[0];
+}
+
+/* §2.2 in the core's loop order: partial[blk][o] is block blk's running sum
+ * of output o, and row k of W is streamed whole. Four rows are applied per
+ * pass over a block's accumulators, one after the other in k order, so each
+ * accumulator is loaded and stored once per four products. */
+void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
+                 int n_out, float* partial, float* y) {
+  const int blocks = (n_in > 0 && n_in % 16 == 0) ? 16 : 1;
+  const int len = n_in / blocks;
+  const int nv = n_out & ~3;
+  for (int blk = 0; blk < blocks; ++blk) {
+    float* acc = partial + (long)blk * n_out;
+    for (int o = 0; o < n_out; ++o) acc[o] = 0.0f;
+    int k = blk * len;
+    const int end = (blk + 1) * len;
+    for (; k + 4 <= end; k += 4) {
+      const float* r0 = w + (long)k * n_out;
+      const float* r1 = r0 + n_out;
+      const float* r2 = r1 + n_out;
+      const float* r3 = r2 + n_out;
+      const v128_t x0 = wasm_f32x4_splat(x[k]);
+      const v128_t x1 = wasm_f32x4_splat(x[k + 1]);
+      const v128_t x2 = wasm_f32x4_splat(x[k + 2]);
+      const v128_t x3 = wasm_f32x4_splat(x[k + 3]);
+      int o = 0;
+      for (; o < nv; o += 4) {
+        v128_t a = wasm_v128_load(acc + o);
+        a = wasm_f32x4_add(a, wasm_f32x4_mul(x0, wasm_v128_load(r0 + o)));
+        a = wasm_f32x4_add(a, wasm_f32x4_mul(x1, wasm_v128_load(r1 + o)));
+        a = wasm_f32x4_add(a, wasm_f32x4_mul(x2, wasm_v128_load(r2 + o)));
+        a = wasm_f32x4_add(a, wasm_f32x4_mul(x3, wasm_v128_load(r3 + o)));
+        wasm_v128_store(acc + o, a);
+      }
+      for (; o < n_out; ++o) {
+        float a = acc[o];
+        a = a + x[k] * r0[o];
+        a = a + x[k + 1] * r1[o];
+        a = a + x[k + 2] * r2[o];
+        a = a + x[k + 3] * r3[o];
+        acc[o] = a;
+      }
+    }
+    for (; k < end; ++k) {
+      const float* r = w + (long)k * n_out;
+      const v128_t xk = wasm_f32x4_splat(x[k]);
+      int o = 0;
+      for (; o < nv; o += 4) {
+        wasm_v128_store(
+            acc + o, wasm_f32x4_add(wasm_v128_load(acc + o),
+                                    wasm_f32x4_mul(xk, wasm_v128_load(r + o))));
+      }
+      for (; o < n_out; ++o) acc[o] = acc[o] + x[k] * r[o];
+    }
+  }
+  int o = 0;
+  for (; o < nv; o += 4) {
+    v128_t s;
+    if (blocks == 16) {
+      v128_t t[16];
+      for (int blk = 0; blk < 16; ++blk) {
+        t[blk] = wasm_v128_load(partial + (long)blk * n_out + o);
+      }
+      s = lsw_tree16(t);
+    } else {
+      s = wasm_v128_load(partial + o);
+    }
+    if (b) s = wasm_f32x4_add(s, wasm_v128_load(b + o));
+    wasm_v128_store(y + o, s);
+  }
+  for (; o < n_out; ++o) {
+    float s;
+    if (blocks == 16) {
+      float t[16];
+      for (int blk = 0; blk < 16; ++blk)
+        t[blk] = partial[(long)blk * n_out + o];
+      s = ls_tree16(t);
+    } else {
+      s = partial[o];
+    }
+    y[o] = b ? s + b[o] : s;
+  }
+}
+
+/* Columns k..k+3 of four rows, transposed so that vector i holds element
+ * k + i of rows 0..3 (lane = row). */
+static void lsw_transpose4(const float* m0, const float* m1, const float* m2,
+                           const float* m3, v128_t* t) {
+  const v128_t a0 = wasm_v128_load(m0), a1 = wasm_v128_load(m1);
+  const v128_t a2 = wasm_v128_load(m2), a3 = wasm_v128_load(m3);
+  const v128_t lo01 = wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5);
+  const v128_t lo23 = wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5);
+  const v128_t hi01 = wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7);
+  const v128_t hi23 = wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7);
+  t[0] = wasm_i32x4_shuffle(lo01, lo23, 0, 1, 4, 5);
+  t[1] = wasm_i32x4_shuffle(lo01, lo23, 2, 3, 6, 7);
+  t[2] = wasm_i32x4_shuffle(hi01, hi23, 0, 1, 4, 5);
+  t[3] = wasm_i32x4_shuffle(hi01, hi23, 2, 3, 6, 7);
+}
+
+/* §2.1 for eight rows at once (lane = row, two vectors): each lane adds
+ * x[k] * m[row][k] over its block in k order from +0.0; the 16 block sums
+ * are combined by the tree. Needs n % 64 == 0 (blocks of a multiple of 4). */
+static void lsw_rowdots8(const float* x, const float* m, int n, float* y) {
+  const int len = n / 16;
+  v128_t part[2][16];
+  for (int blk = 0; blk < 16; ++blk) {
+    v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    for (int k = blk * len; k < (blk + 1) * len; k += 4) {
+      const v128_t x0 = wasm_f32x4_splat(x[k]);
+      const v128_t x1 = wasm_f32x4_splat(x[k + 1]);
+      const v128_t x2 = wasm_f32x4_splat(x[k + 2]);
+      const v128_t x3 = wasm_f32x4_splat(x[k + 3]);
+      for (int h = 0; h < 2; ++h) {
+        const float* r = m + (long)(4 * h) * n + k;
+        v128_t t[4];
+        lsw_transpose4(r, r + n, r + 2 * n, r + 3 * n, t);
+        v128_t a = acc[h];
+        a = wasm_f32x4_add(a, wasm_f32x4_mul(x0, t[0]));
+        a = wasm_f32x4_add(a, wasm_f32x4_mul(x1, t[1]));
+        a = wasm_f32x4_add(a, wasm_f32x4_mul(x2, t[2]));
+        a = wasm_f32x4_add(a, wasm_f32x4_mul(x3, t[3]));
+        acc[h] = a;
+      }
+    }
+    part[0][blk] = acc[0];
+    part[1][blk] = acc[1];
+  }
+  wasm_v128_store(y, lsw_tree16(part[0]));
+  wasm_v128_store(y + 4, lsw_tree16(part[1]));
+}
+
+void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
+  int r = 0;
+  if (n > 0 && n % 64 == 0) {
+    for (; r + 8 <= n_rows; r += 8) {
+      lsw_rowdots8(x, m + (long)r * n, n, y + r);
+    }
+  }
+  ls_rowdots32_scalar(x, m + (long)r * n, n, n_rows - r, y + r);
+}
