@@ -55,6 +55,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_isa.h"
+#include "bench/machine_limits.h"
 #include "formats/gpt2_checkpoint.h"
 #include "ls_gpt2.h"
 
@@ -64,10 +65,11 @@
 
 namespace {
 
+namespace lb = lockstep::bench;
 using Clock = std::chrono::steady_clock;
 const ls_gpt2_config kC = lockstep::kGpt2_124M;
 
-// Seeded random weights as tests/gpt2_backend_test.cc makes them, in a
+// Seeded random weights (formats/gpt2_checkpoint.h random_gpt2_weights) in a
 // 64-byte-aligned buffer as load_gpt2 maps a packed file (a std::vector's
 // 16-byte alignment would make every 512-bit load straddle two cache lines:
 // measured 20.7 against 29.1 GB/s for a streaming read on this machine).
@@ -82,31 +84,7 @@ const Aligned& Weights() {
     const size_t n = ls_gpt2_param_count(&kC);
     float* v =
         static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64));
-    uint64_t s = 124;
-    auto next = [&s] {
-      uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      return z ^ (z >> 31);
-    };
-    for (const auto& t : lockstep::gpt2_tensor_table(kC)) {
-      float center = 0.0f, scale = 0.04f;
-      if (t.name == "wte") {
-        scale = 0.1f;
-      } else if (t.name == "wpe") {
-        scale = 0.02f;
-      } else if (t.name.ends_with(".g")) {
-        center = 1.0f, scale = 0.1f;
-      } else if (t.name.ends_with(".b")) {
-        scale = 0.02f;
-      }
-      float* p = v + t.offset;
-      for (size_t i = 0; i < t.words(); ++i) {
-        const float u =
-            (float(int32_t(next() >> 40) - (1 << 23)) + 0.5f) * 0x1p-23f;
-        p[i] = center + scale * u;
-      }
-    }
+    lockstep::random_gpt2_weights(kC, 124, v);
     return Aligned{v, n};
   }();
   return w;
@@ -118,110 +96,34 @@ double WeightBytes() { return double(ls_gpt2_param_count(&kC)) * 4.0; }
 
 // ------------------------------------------------------------ machine
 
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) float SumAvx2(const float* p, size_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-  }
-  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0];
-}
-#endif
-
-float Sum(const float* p, size_t n) {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2")) return SumAvx2(p, n);
-#endif
-  float s = 0;
-  for (size_t i = 0; i < n; ++i) s += p[i];
-  return s;
-}
-
-// One timed streaming read of p[0..n) split over `threads` threads: the
-// calling thread reads the first part, threads - 1 helpers (created first,
-// released together) the others. (The caller must be one of them: a third
-// runnable thread on a 2-core machine delays a reader by a time slice.)
-double ReadSeconds(const float* buf, size_t n, int threads) {
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  std::vector<std::thread> team;
-  std::vector<float> sink(static_cast<size_t>(threads));
-  const size_t chunk = n / size_t(threads);
-  for (int t = 1; t < threads; ++t) {
-    team.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (!go.load()) {
-      }
-      sink[size_t(t)] = Sum(buf + size_t(t) * chunk, chunk);
-    });
-  }
-  while (ready.load() != threads - 1) {
-  }
-  const auto t0 = Clock::now();
-  go.store(true);
-  sink[0] = Sum(buf, chunk);
-  for (auto& th : team) th.join();
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  benchmark::DoNotOptimize(sink.data());
-  return s;
-}
-
-struct Buffer {
-  float* p;
-  size_t n;
-};
-const Buffer& BigBuffer() {
-  static const Buffer b = [] {
-    // On 2 MB pages, as the backend's own copy of the weights.
-    const size_t bytes = size_t(1) << 30;
-    float* p = static_cast<float*>(std::aligned_alloc(size_t(2) << 20, bytes));
-#ifdef __linux__
-    madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    // Varied contents: a buffer of identical pages can read faster than
-    // real data (the hypervisor may merge such pages).
-    uint32_t r = 1;
-    for (size_t i = 0; i < bytes / 4; ++i) {
-      r = r * 1664525u + 1013904223u;
-      p[i] = float(r >> 8) * 0x1p-24f;
-    }
-    return Buffer{p, bytes / 4};
-  }();
-  return b;
-}
-
 // The best of five reads: the bandwidth this machine gives T threads.
 double Bandwidth(int threads) {
   static double bw[3] = {0, 0, 0};
   if (bw[threads] == 0) {
-    const Buffer& b = BigBuffer();
-    ReadSeconds(b.p, b.n, threads);  // warm (page faults)
+    const size_t n = lb::bandwidth_buffer_floats();
+    lb::read_seconds(lb::bandwidth_buffer(), n, threads);  // warm (faults)
     double best = 1e30;
     for (int r = 0; r < 5; ++r)
-      best = std::min(best, ReadSeconds(b.p, b.n, threads));
-    bw[threads] = double(b.n) * 4.0 / best;
+      best =
+          std::min(best, lb::read_seconds(lb::bandwidth_buffer(), n, threads));
+    bw[threads] = double(n) * 4.0 / best;
   }
   return bw[threads];
 }
 
 void BM_Bandwidth(benchmark::State& state) {
   const int threads = int(state.range(0));
-  const Buffer& b = BigBuffer();
-  ReadSeconds(b.p, b.n, threads);
+  const float* buf = lb::bandwidth_buffer();
+  const size_t n = lb::bandwidth_buffer_floats();
+  lb::read_seconds(buf, n, threads);
   double secs = 0;
   for (auto _ : state) {
-    const double s = ReadSeconds(b.p, b.n, threads);
+    const double s = lb::read_seconds(buf, n, threads);
     state.SetIterationTime(s);
     secs += s;
   }
   state.counters["GB/s"] =
-      double(b.n) * 4.0 * double(state.iterations()) / secs / 1e9;
+      double(n) * 4.0 * double(state.iterations()) / secs / 1e9;
   state.counters["best_GB/s"] = Bandwidth(threads) / 1e9;
 }
 BENCHMARK(BM_Bandwidth)
@@ -232,90 +134,13 @@ BENCHMARK(BM_Bandwidth)
     ->UseManualTime()
     ->Iterations(5);
 
-// Independent multiply and add chains, 8 of each per round, all in
-// registers: the arithmetic a non-FMA kernel can issue per cycle.
-#if defined(__x86_64__)
-__attribute__((target("avx512f"), noinline)) double PeakAvx512(long rounds) {
-  __m512 m[8], a[8];
-  for (int i = 0; i < 8; ++i) {
-    m[i] = _mm512_set1_ps(1.0f + float(i) * 1e-3f);
-    a[i] = _mm512_set1_ps(0.5f * float(i));
-  }
-  const __m512 c = _mm512_set1_ps(0.9999999f), d = _mm512_set1_ps(1e-9f);
-  for (long r = 0; r < rounds; ++r) {
-    for (int i = 0; i < 8; ++i) {
-      m[i] = _mm512_mul_ps(m[i], c);
-      a[i] = _mm512_add_ps(a[i], d);
-    }
-  }
-  float out[16];
-  __m512 s = _mm512_setzero_ps();
-  for (int i = 0; i < 8; ++i) s = _mm512_add_ps(s, _mm512_add_ps(m[i], a[i]));
-  _mm512_storeu_ps(out, s);
-  return double(rounds) * 16.0 * 16.0 + out[0] * 0.0;  // flops
-}
-__attribute__((target("avx2"), noinline)) double PeakAvx2(long rounds) {
-  __m256 m[8], a[8];
-  for (int i = 0; i < 8; ++i) {
-    m[i] = _mm256_set1_ps(1.0f + float(i) * 1e-3f);
-    a[i] = _mm256_set1_ps(0.5f * float(i));
-  }
-  const __m256 c = _mm256_set1_ps(0.9999999f), d = _mm256_set1_ps(1e-9f);
-  for (long r = 0; r < rounds; ++r) {
-    for (int i = 0; i < 8; ++i) {
-      m[i] = _mm256_mul_ps(m[i], c);
-      a[i] = _mm256_add_ps(a[i], d);
-    }
-  }
-  float out[8];
-  __m256 s = _mm256_setzero_ps();
-  for (int i = 0; i < 8; ++i) s = _mm256_add_ps(s, _mm256_add_ps(m[i], a[i]));
-  _mm256_storeu_ps(out, s);
-  return double(rounds) * 16.0 * 8.0 + out[0] * 0.0;
-}
-#endif
-
-// One burst of the peak kernel on `threads` threads (the caller and
-// threads - 1 helpers, as ReadSeconds): flop/s.
-double PeakOnce(int threads, long rounds = 20000000) {
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  std::vector<std::thread> team;
-  std::vector<double> flops(static_cast<size_t>(threads));
-  auto burst = [rounds] {
-#if defined(__x86_64__)
-    return __builtin_cpu_supports("avx512f") ? PeakAvx512(rounds)
-                                             : PeakAvx2(rounds);
-#else
-    return 0.0;
-#endif
-  };
-  for (int t = 1; t < threads; ++t) {
-    team.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (!go.load()) {
-      }
-      flops[size_t(t)] = burst();
-    });
-  }
-  while (ready.load() != threads - 1) {
-  }
-  const auto t0 = Clock::now();
-  go.store(true);
-  flops[0] = burst();
-  for (auto& th : team) th.join();
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  double total = 0;
-  for (double f : flops) total += f;
-  return total / s;
-}
-
 // The best of five: the non-FMA peak (flop/s) of T threads.
 double Peak(int threads) {
   static double peak[3] = {0, 0, 0};
   if (peak[threads] == 0) {
     for (int r = 0; r < 5; ++r)
-      peak[threads] = std::max(peak[threads], PeakOnce(threads));
+      peak[threads] =
+          std::max(peak[threads], lb::nonfma_peak(threads, 20000000));
   }
   return peak[threads];
 }
@@ -325,7 +150,7 @@ void BM_Peak(benchmark::State& state) {
   double rate = 0;
   for (auto _ : state) {
     const auto t0 = Clock::now();
-    rate = std::max(rate, PeakOnce(threads));
+    rate = std::max(rate, lb::nonfma_peak(threads, 20000000));
     state.SetIterationTime(
         std::chrono::duration<double>(Clock::now() - t0).count());
   }
@@ -408,7 +233,7 @@ void Decode(benchmark::State& state, const std::string& name, int threads,
   // of them (reading the caller's own weight buffer, which the backend no
   // longer touches after creation, measured up to 4x slower here: memory
   // left cold is not equal on this virtual machine).
-  const float* weights = BigBuffer().p;
+  const float* weights = lb::bandwidth_buffer();
   const size_t floor_floats = Weights().size() / 256 * 256;
   int p = 0;
   double secs = 0, read_secs = 0, best = 1e30, best_read = 1e30;
@@ -431,9 +256,9 @@ void Decode(benchmark::State& state, const std::string& name, int threads,
     // reads must have both cores), then 4 timed reads.
     if (floor && ++since_floor == 8) {
       since_floor = 0;
-      ReadSeconds(weights, floor_floats / 4, threads);
+      lb::read_seconds(weights, floor_floats / 4, threads);
       for (int r = 0; r < 4; ++r) {
-        const double t = ReadSeconds(weights, floor_floats, threads);
+        const double t = lb::read_seconds(weights, floor_floats, threads);
         read_secs += t;
         best_read = std::min(best_read, t);
         ++reads;
@@ -489,8 +314,8 @@ void Prefill(benchmark::State& state, const std::string& name, int threads) {
     // The peak, measured after every pass under the same conditions (the
     // clock of this machine drifts with its neighbours' load): an untimed
     // burst while the backend's worker stops spinning, then ~20 ms.
-    PeakOnce(threads, 1000000);
-    const double pk = PeakOnce(threads, 8000000);
+    lb::nonfma_peak(threads, 1000000);
+    const double pk = lb::nonfma_peak(threads, 8000000);
     peak_sum += pk;
     best_peak = std::max(best_peak, pk);
   }

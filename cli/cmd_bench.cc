@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backends/backend.h"
+#include "bench/machine_limits.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "formats/gpt2_checkpoint.h"
@@ -29,97 +30,6 @@ double seconds_since(Clock::time_point t0) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-// Streaming read bandwidth (GB/s) over a buffer larger than every cache,
-// with `threads` threads; XOR of 64-bit words vectorises freely (integer
-// arithmetic may be reordered) so the loop is bound by memory alone.
-double read_bandwidth(const std::vector<uint64_t>& buf, int threads) {
-  std::vector<uint64_t> sink(static_cast<size_t>(threads), 0);
-  const auto t0 = Clock::now();
-  std::vector<std::thread> pool;
-  const size_t part = buf.size() / size_t(threads);
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      uint64_t x = 0;
-      const uint64_t* p = buf.data() + size_t(t) * part;
-      for (size_t i = 0; i < part; ++i) x ^= p[i];
-      sink[size_t(t)] = x;
-    });
-  }
-  for (auto& th : pool) th.join();
-  const double s = seconds_since(t0);
-  volatile uint64_t keep = sink[0];
-  (void)keep;
-  return double(part * size_t(threads) * 8) / s / 1e9;
-}
-
-// Peak binary32 GFLOP/s with separate multiplies and adds (no FMA, as the
-// spec requires): 16 independent vector chains of x = x * a + b, compiled
-// for the widest ISA this CPU has (the one the fast backend uses).
-typedef float V16 __attribute__((vector_size(64)));
-
-// The body is a macro so that each copy is compiled for its own target (a
-// shared inline function would be compiled once, for the baseline ISA).
-#define LOCKSTEP_PEAK_BODY                                                   \
-  V16 x[16];                                                                 \
-  for (int i = 0; i < 16; ++i) {                                             \
-    for (int l = 0; l < 16; ++l) x[i][l] = 1.0f + float(i * 16 + l) * 1e-3f; \
-  }                                                                          \
-  const V16 a = V16{} + 0.999999f, b = V16{} + 1e-6f;                        \
-  for (long it = 0; it < iters; ++it) {                                      \
-    for (int i = 0; i < 16; ++i) x[i] = x[i] * a + b;                        \
-  }                                                                          \
-  float s = 0;                                                               \
-  for (int i = 0; i < 16; ++i) s += x[i][0];                                 \
-  return s;
-
-__attribute__((target("avx512f"))) float peak_avx512(long iters) {
-  LOCKSTEP_PEAK_BODY
-}
-__attribute__((target("avx2"))) float peak_avx2(long iters) {
-  LOCKSTEP_PEAK_BODY
-}
-float peak_generic(long iters) { LOCKSTEP_PEAK_BODY }
-
-double nonfma_peak(int threads) {
-  constexpr long kIters = 2000000;
-  float (*kernel)(long) = peak_generic;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
-    kernel = peak_avx512;
-  } else if (__builtin_cpu_supports("avx2")) {
-    kernel = peak_avx2;
-  }
-  std::vector<float> sink(static_cast<size_t>(threads));
-  const auto t0 = Clock::now();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] { sink[size_t(t)] = kernel(kIters); });
-  }
-  for (auto& th : pool) th.join();
-  const double s = seconds_since(t0);
-  volatile float keep = sink[0];
-  (void)keep;
-  return 2.0 * 16 * 16 * double(kIters) * threads / s / 1e9;
-}
-
-// Seeded random 124M-shaped weights, every parameter non-zero and
-// LayerNorm gains near 1 (so activations keep their scale).
-std::vector<float> random_weights(const ls_gpt2_config& c, uint64_t seed) {
-  std::vector<float> w(ls_gpt2_param_count(&c));
-  uint64_t s = seed;
-  for (float& v : w) v = float((ls_uniform64(&s) - 0.5) * 0.04);
-  auto gains = [&](size_t off) {
-    for (int i = 0; i < c.n_embd; ++i) w[off + size_t(i)] += 1.0f;
-  };
-  for (int l = 0; l < c.n_layer; ++l) {
-    const ls_gpt2_block b = ls_gpt2_block_offsets(&c, l);
-    gains(b.ln1_g);
-    gains(b.ln2_g);
-  }
-  gains(ls_gpt2_lnf_offset(&c));
-  return w;
 }
 
 long peak_rss_kb() {
@@ -155,7 +65,7 @@ int run(const BenchArgs& a) {
   } else {
     std::fprintf(stderr,
                  "bench: generating seeded random GPT-2 124M weights\n");
-    generated = random_weights(c, 20261130);
+    generated = random_gpt2_weights(c, 20261130);
     w = generated.data();
     source = "random GPT-2 124M (seed 20261130)";
   }
@@ -168,79 +78,80 @@ int run(const BenchArgs& a) {
       {"backend", a.backend},
       {"repeat", a.repeat},
       {"hardware_threads", std::thread::hardware_concurrency()}};
-  // Machine limits, measured now.
-  {
-    std::vector<uint64_t> buf(size_t(1) << 27);  // 1 GiB
-    for (size_t i = 0; i < buf.size(); ++i) buf[i] = i * 0x9e3779b97f4a7c15ULL;
-    for (int t : a.threads) {
-      std::vector<double> runs;
-      for (int r = 0; r < a.repeat; ++r) runs.push_back(read_bandwidth(buf, t));
-      out["bandwidth_gbps"][std::to_string(t)] = median(runs);
-      std::vector<double> peaks;
-      for (int r = 0; r < a.repeat; ++r) peaks.push_back(nonfma_peak(t));
-      out["nonfma_peak_gflops"][std::to_string(t)] = median(peaks);
-    }
-  }
-
   std::vector<float> cache(ls_gpt2_cache_floats(&c));
   std::vector<float> logits(size_t(c.n_vocab));
   const size_t row = ls_gpt2_cache_row_floats(&c);
   uint64_t tok_state = 7;
   std::vector<int32_t> tokens(size_t(c.n_ctx));
-  for (auto& t : tokens) t = int32_t(ls_splitmix64_next(&tok_state) % 50257);
+  for (auto& t : tokens) {
+    t = int32_t(ls_splitmix64_next(&tok_state) % uint64_t(c.n_vocab));
+  }
+  const int span = std::min(128, c.n_ctx);
+  const bool long_context = a.long_context && c.n_ctx >= 2 * span;
+  const size_t weight_bytes = words * 4;
+  // Each measurement of the engine is paired with one of the machine's
+  // limit taken right before it, and each reported figure is a median:
+  // the bandwidth and clock of a shared machine drift with its neighbours'
+  // load, so a limit measured minutes apart would not be comparable.
+  std::fprintf(stderr, "bench: measuring this machine's limits\n");
+  lockstep::bench::read_bandwidth(weight_bytes, 1);  // page faults
 
   for (int t : a.threads) {
     const std::string key = std::to_string(t);
-    auto be = make_gpt2_backend(a.backend, c, w, words, t, 128);
+    auto be = make_gpt2_backend(a.backend, c, w, words, t, span);
     out["backend_name"][key] = be->name();
     // Decode: positions 0..127, and (long) the last 128 positions.
-    std::vector<double> short_runs, long_runs;
-    for (int r = 0; r < a.repeat; ++r) {
+    std::vector<double> short_runs, long_runs, bandwidth;
+    auto decode = [&](int first) {
       const auto t0 = Clock::now();
-      for (int p = 0; p < 128; ++p) {
+      for (int p = first; p < first + span; ++p) {
         check(be->step(cache.data(), cache.size(), size_t(p) * row,
                        tokens[size_t(p)], p, logits.data()),
               "bench step");
       }
-      short_runs.push_back(128.0 / seconds_since(t0));
+      return span / seconds_since(t0);
+    };
+    decode(0);  // warm: the first pass touches the scratch
+    for (int r = 0; r < a.repeat; ++r) {
+      bandwidth.push_back(lockstep::bench::read_bandwidth(weight_bytes, t));
+      short_runs.push_back(decode(0));
     }
+    const double bw = median(bandwidth) / 1e9;
+    out["bandwidth_gbps"][key] = bw;
     out["decode_tokens_per_s_pos0_127"][key] = median(short_runs);
-    if (a.long_context) {
+    out["decode_floor_tokens_per_s"][key] = bw / weight_gb;
+    out["decode_vs_floor"][key] = median(short_runs) / (bw / weight_gb);
+    if (long_context) {
       ProgressBar bar(
           "bench: filling the cache (" + key + " thread" + (t > 1 ? "s)" : ")"),
-          c.n_ctx - 128);
-      for (int p = 128; p < c.n_ctx - 128; ++p) {
+          c.n_ctx - 2 * span);
+      for (int p = span; p < c.n_ctx - span; ++p) {
         check(be->step(cache.data(), cache.size(), size_t(p) * row,
                        tokens[size_t(p)], p, logits.data()),
               "bench step");
-        bar.update(p - 127);
+        bar.update(p - span + 1);
       }
       bar.finish();
       for (int r = 0; r < a.repeat; ++r) {
-        const auto t0 = Clock::now();
-        for (int p = c.n_ctx - 128; p < c.n_ctx; ++p) {
-          check(be->step(cache.data(), cache.size(), size_t(p) * row,
-                         tokens[size_t(p)], p, logits.data()),
-                "bench step");
-        }
-        long_runs.push_back(128.0 / seconds_since(t0));
+        long_runs.push_back(decode(c.n_ctx - span));
       }
       out["decode_tokens_per_s_pos896_1023"][key] = median(long_runs);
     }
-    const double bw = out["bandwidth_gbps"][key];
-    out["decode_floor_tokens_per_s"][key] = bw / weight_gb;
-    out["decode_vs_floor"][key] = median(short_runs) / (bw / weight_gb);
-    // Prefill of 128 tokens.
-    std::vector<double> prefill;
+    // Prefill of 128 tokens, each pass after a burst of the peak kernel
+    // (the first burst, untimed, lets the backend's worker stop spinning).
+    std::vector<double> prefill, peak;
+    lockstep::bench::nonfma_peak(t, 1000000);
     for (int r = 0; r < a.repeat; ++r) {
+      peak.push_back(lockstep::bench::nonfma_peak(t));
       const auto t0 = Clock::now();
-      check(be->infer(tokens.data(), 128, logits.data()), "bench infer");
+      check(be->infer(tokens.data(), span, logits.data()), "bench infer");
       prefill.push_back(seconds_since(t0));
     }
+    out["nonfma_peak_gflops"][key] = median(peak) / 1e9;
     const double s = median(prefill);
     // Multiply-adds of the matrix products for 128 positions, the attention
     // (scores and weighted sums over the causal prefix) and one logits row.
-    const double C = c.n_embd, L = c.n_layer, n = 128;
+    const double C = c.n_embd, L = c.n_layer, n = span;
     const double flops = 2 * n * L * 12 * C * C + 2 * L * C * n * (n + 1) +
                          2 * double(c.n_vocab) * C;
     out["prefill128_tokens_per_s"][key] = n / s;

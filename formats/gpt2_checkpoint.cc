@@ -800,6 +800,49 @@ void write_gpt2_packed(const std::string& out, const ls_gpt2_config& c,
                       {});
 }
 
+namespace {
+
+// Elements [start, start + n) of tensor t of the seeded random checkpoint
+// (docs/gpt2-format.md "Random checkpoints"): matrices and embeddings
+// small, LayerNorm gains near 1, biases small and nonzero, so every
+// parameter changes the logits. Each tensor has its own SplitMix64 stream,
+// so a value depends only on the seed, the tensor and its index.
+void fill_random(const TensorInfo& t, uint64_t seed, uint64_t start, size_t n,
+                 float* dst) {
+  double center = 0.0, scale = 0.04;
+  if (t.name == "wte") {
+    scale = 0.1;
+  } else if (t.name == "wpe") {
+    scale = 0.02;
+  } else if (ends_with(t.name, ".g")) {
+    center = 1.0, scale = 0.1;
+  } else if (ends_with(t.name, ".b")) {
+    scale = 0.02;
+  }
+  // SplitMix64 advances its state by a constant per draw, so a stream can
+  // start at any index.
+  uint64_t state =
+      (seed ^ fnv1a64(gpt2_hf_key(t.name))) + start * 0x9e3779b97f4a7c15ull;
+  for (size_t j = 0; j < n; ++j) {
+    const double u = ls_uniform64(&state);
+    dst[j] = float(center + scale * (2.0 * u - 1.0));
+  }
+}
+
+}  // namespace
+
+void random_gpt2_weights(const ls_gpt2_config& c, uint64_t seed, float* dst) {
+  for (const TensorInfo& t : gpt2_tensor_table(c)) {
+    fill_random(t, seed, 0, t.words(), dst + t.offset);
+  }
+}
+
+std::vector<float> random_gpt2_weights(const ls_gpt2_config& c, uint64_t seed) {
+  std::vector<float> w(ls_gpt2_param_count(&c));
+  random_gpt2_weights(c, seed, w.data());
+  return w;
+}
+
 void write_random_gpt2_safetensors(const std::string& dir,
                                    const ls_gpt2_config& c, uint64_t seed,
                                    const std::string& dtype,
@@ -853,27 +896,10 @@ void write_random_gpt2_safetensors(const std::string& dir,
                       {{"format", "pt"}, {"lockstep", "random GPT-2"}});
   std::vector<float> buf(1 << 16);
   for (const auto& [key, i] : order) {
-    const std::string& name = table[i].name;
-    // Matrices and embeddings small, LayerNorm gains near 1, biases small
-    // and nonzero: every parameter changes the logits.
-    double center = 0.0, scale = 0.04;
-    if (name == "wte") {
-      scale = 0.1;
-    } else if (name == "wpe") {
-      scale = 0.02;
-    } else if (ends_with(name, ".g")) {
-      center = 1.0, scale = 0.1;
-    } else if (ends_with(name, ".b")) {
-      scale = 0.02;
-    }
-    uint64_t state = seed ^ fnv1a64(key);
     const uint64_t n = table[i].words();
     for (uint64_t s = 0; s < n;) {
       const size_t k = size_t(std::min<uint64_t>(n - s, buf.size()));
-      for (size_t j = 0; j < k; ++j) {
-        const double u = ls_uniform64(&state);
-        buf[j] = float(center + scale * (2.0 * u - 1.0));
-      }
+      fill_random(table[i], seed, s, k, buf.data());
       w.write_floats(buf.data(), k);
       s += k;
     }

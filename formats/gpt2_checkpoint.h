@@ -113,6 +113,13 @@ void write_random_gpt2_safetensors(const std::string& dir,
                                    const std::string& dtype,
                                    bool prefixed_keys);
 
+// Seeded random packed weights, in memory: the same values
+// write_random_gpt2_safetensors(dir, c, seed, "F32", ...) writes, so a
+// test or benchmark can skip the file. `dst` holds ls_gpt2_param_count(c)
+// floats. Throws for an invalid config.
+void random_gpt2_weights(const ls_gpt2_config& c, uint64_t seed, float* dst);
+std::vector<float> random_gpt2_weights(const ls_gpt2_config& c, uint64_t seed);
+
 }  // namespace lockstep
 
 #endif  // LOCKSTEP_FORMATS_GPT2_CHECKPOINT_H_

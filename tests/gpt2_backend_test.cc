@@ -81,38 +81,10 @@ using lockstep::make_gpt2_backend;
   return BytesEqual(got.data(), want.data(), got.size());
 }
 
-// Seeded random packed weights: matrices and embeddings small, LayerNorm
-// gains near 1, biases small, never zero (as write_random_gpt2_safetensors,
-// generated in memory).
+// Seeded random packed weights (formats/gpt2_checkpoint.h): every
+// parameter nonzero and significant.
 std::vector<float> RandomWeights(const ls_gpt2_config& c, uint64_t seed) {
-  std::vector<float> w(ls_gpt2_param_count(&c));
-  uint64_t s = seed;
-  auto next = [&s] {  // SplitMix64
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  for (const auto& t : lockstep::gpt2_tensor_table(c)) {
-    float center = 0.0f, scale = 0.04f;
-    if (t.name == "wte") {
-      scale = 0.1f;
-    } else if (t.name == "wpe") {
-      scale = 0.02f;
-    } else if (t.name.ends_with(".g")) {
-      center = 1.0f, scale = 0.1f;
-    } else if (t.name.ends_with(".b")) {
-      scale = 0.02f;
-    }
-    float* p = w.data() + t.offset;
-    for (size_t i = 0; i < t.words(); ++i) {
-      // A uniform in (-1, 1) with 24 bits, never 0.
-      const float u =
-          (float(int32_t(next() >> 40) - (1 << 23)) + 0.5f) * 0x1p-23f;
-      p[i] = center + scale * u;
-    }
-  }
-  return w;
+  return lockstep::random_gpt2_weights(c, seed);
 }
 
 std::vector<int32_t> RandomTokens(const ls_gpt2_config& c, int n,
@@ -588,6 +560,90 @@ TEST(Gpt2_124M, EveryBackendBytesEqualToReference) {
     EXPECT_TRUE(BytesEqual(cache, late_cache))
         << fast->name() << ": cache words after the step at " << late;
   }
+}
+
+// ------------------------------------------------------ long contexts
+
+// Cached and full-prefix results agree at late positions too (GPT-2 runs
+// to n_ctx - 1 = 1023): `logits[i]` is the cached step's at position
+// prefixes[i] - 1; each full pass over prefixes[i] tokens must equal it.
+void ExpectFullEqualsCached(Gpt2Backend& b, const std::vector<int32_t>& tokens,
+                            const std::vector<int>& prefixes,
+                            const std::vector<std::vector<float>>& logits) {
+  std::vector<float> full(logits[0].size());
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    ASSERT_EQ(b.infer(tokens.data(), prefixes[i], full.data()), LS_OK);
+    EXPECT_TRUE(BytesEqual(full, logits[i]))
+        << b.name() << ": full pass over " << prefixes[i]
+        << " tokens against the cached step at position " << prefixes[i] - 1;
+  }
+}
+
+// A narrow model with GPT-2's 1,024 positions (cheap enough for the
+// sanitizer build): every cached step of the fast paths against the
+// reference's, every logit and cache word, and full passes at late
+// lengths against the cached steps.
+TEST(LongContext, NarrowModelEveryPositionTo1023) {
+  const ls_gpt2_config c = {512, 1024, 64, 4, 2};
+  const auto w = RandomWeights(c, 1024);
+  const auto tokens = RandomTokens(c, c.n_ctx, 1024);
+  const std::vector<int> prefixes = {1, 2, 129, 513, 1000, 1023, 1024};
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+  const Trace want = RunTrace(*ref, c, tokens, prefixes);
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    EXPECT_TRUE(BytesEqual(want.infer_logits[i],
+                           want.step_logits[size_t(prefixes[i] - 1)]))
+        << "reference: full pass over " << prefixes[i]
+        << " tokens against its cached step";
+  }
+  for (const auto& v : FastVariants()) {
+    auto fast = make_gpt2_backend(v.name, c, w.data(), w.size(), v.threads, 0);
+    ExpectSameTrace(RunTrace(*fast, c, tokens, prefixes), want, fast->name());
+  }
+}
+
+// Full-size 124M at positions up to 1,023: the fast path (already equal to
+// the reference above) steps through all 1,024 positions; its full passes
+// over 128, 512 and 1,024 tokens equal its cached steps at 127, 511 and
+// 1,023; and the reference's own step at 1,023, on that cache, gives the
+// same logits and cache row. About 30 s in Release; under the sanitizers
+// (10x slower) the narrow model above covers the same late-position code.
+TEST(LongContext, Gpt2_124MCachedEqualsFullTo1023) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+  GTEST_SKIP() << "too slow under the sanitizers; NarrowModelEveryPosition"
+                  "To1023 covers late positions there";
+#endif
+  const ls_gpt2_config c = lockstep::kGpt2_124M;
+  const auto w = RandomWeights(c, 1023);
+  const auto tokens = RandomTokens(c, c.n_ctx, 1023);
+  const std::vector<int> prefixes = {128, 512, 1024};
+  auto fast = make_gpt2_backend("cpu", c, w.data(), w.size(), 2, 0);
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  std::vector<float> cache(ls_gpt2_cache_floats(&c), NAN), logits(V);
+  std::vector<std::vector<float>> kept;
+  for (int p = 0; p < c.n_ctx; ++p) {
+    ASSERT_EQ(fast->step(cache.data(), cache.size(), size_t(p) * row,
+                         tokens[size_t(p)], p, logits.data()),
+              LS_OK)
+        << "position " << p;
+    if (std::find(prefixes.begin(), prefixes.end(), p + 1) != prefixes.end()) {
+      kept.push_back(logits);
+    }
+  }
+  ExpectFullEqualsCached(*fast, tokens, prefixes, kept);
+
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 1);
+  const int last = c.n_ctx - 1;
+  std::vector<float> ref_cache = cache, ref_logits(V);
+  std::fill(ref_cache.begin() + std::ptrdiff_t(size_t(last) * row),
+            ref_cache.end(), NAN);
+  ASSERT_EQ(ref->step(ref_cache.data(), ref_cache.size(), size_t(last) * row,
+                      tokens[size_t(last)], last, ref_logits.data()),
+            LS_OK);
+  EXPECT_TRUE(BytesEqual(ref_logits, kept.back()))
+      << "reference step at position " << last;
+  EXPECT_TRUE(BytesEqual(ref_cache, cache))
+      << "cache words after the reference's step at " << last;
 }
 
 }  // namespace

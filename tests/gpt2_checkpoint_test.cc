@@ -535,6 +535,21 @@ TEST_F(Gpt2Test, RandomCheckpointsAreSeededAndKeyStyleFree) {
                lockstep::Error);
 }
 
+// The in-memory generator (tests and benchmarks) gives the very words the
+// file writer streams; wte of 144,000 words spans three of the writer's
+// 65,536-word buffers, so the stream's restart at an offset is covered.
+TEST_F(Gpt2Test, RandomWeightsInMemoryEqualTheWrittenFile) {
+  const ls_gpt2_config c = {3000, 32, 48, 4, 1};
+  lockstep::write_random_gpt2_safetensors(Path("m"), c, 11, "F32", false);
+  const auto file = lockstep::load_gpt2(Path("m"));
+  const std::vector<float> mem = lockstep::random_gpt2_weights(c, 11);
+  ASSERT_EQ(mem.size(), file.words());
+  EXPECT_TRUE(WordsEqual(mem.data(), file.data(), mem.size()));
+  EXPECT_NE(0,
+            std::memcmp(mem.data(), lockstep::random_gpt2_weights(c, 12).data(),
+                        mem.size() * 4));
+}
+
 TEST_F(Gpt2Test, BadHfCheckpointsAreRejected) {
   lockstep::write_random_gpt2_safetensors(Path("base"), kSmall, 3, "F32", true);
   const std::string base_cfg = Path("base") + "/config.json";
