@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/generate_args.h"
+#include "hosts/native/wasm_host.h"
 #include "lockstep/error.h"
 #include "lockstep/tiny.h"
 
@@ -70,6 +71,24 @@ std::string hex_float(double v) {
   return buf;
 }
 
+// tiny_generate's loop with the logits from the WebAssembly module.
+static std::vector<int32_t> wasm_tiny_generate(
+    WasmHost& wasm, int n_ctx, const std::vector<int32_t>& prompt,
+    const GenerateArgs& a, const std::function<void(int32_t)>& on) {
+  Sampler choose(a.sampler, 256);
+  std::vector<int32_t> text = prompt, out;
+  for (int i = 0; i < a.generate; ++i) {
+    const size_t n = std::min(text.size(), size_t(n_ctx));
+    const TinyLogits logits = wasm.tiny_logits(
+        std::span<const int32_t>(text.data() + text.size() - n, n), a.bound);
+    const int32_t next = choose.next(std::span<const double>(logits));
+    text.push_back(next);
+    out.push_back(next);
+    on(next);
+  }
+  return out;
+}
+
 int run_tiny_generate(const GenerateArgs& args) {
   GenerateArgs a = args;
   if (a.sampler.top_k == kWholeVocabulary) a.sampler.top_k = 256;
@@ -86,18 +105,24 @@ int run_tiny_generate(const GenerateArgs& args) {
         "the prompt is empty: give --text or --tokens with at least "
         "one byte");
   }
+  // --backend wasm: the same checked entry in the WebAssembly module.
+  std::unique_ptr<WasmHost> wasm;
+  if (a.backend == "wasm") wasm = std::make_unique<WasmHost>(a.model.path());
 
   if (a.generate > 0) {
     std::string out_text;
     if (!a.json) std::fwrite(a.text.data(), 1, a.text.size(), stdout);
-    const auto gen = tiny_generate(m, prompt, a.generate, a.bound, a.sampler,
-                                   [&](int32_t b) {
-                                     out_text.push_back(char(b));
-                                     if (!a.json) {
-                                       std::fputc(b, stdout);
-                                       std::fflush(stdout);
-                                     }
-                                   });
+    const auto on_byte = [&](int32_t b) {
+      out_text.push_back(char(b));
+      if (!a.json) {
+        std::fputc(b, stdout);
+        std::fflush(stdout);
+      }
+    };
+    const auto gen =
+        wasm
+            ? wasm_tiny_generate(*wasm, m.n_ctx, prompt, a, on_byte)
+            : tiny_generate(m, prompt, a.generate, a.bound, a.sampler, on_byte);
     if (a.json) {
       nlohmann::json j = {{"model", a.model.label()},
                           {"payload_sha256", m.payload_sha256},
@@ -118,7 +143,8 @@ int run_tiny_generate(const GenerateArgs& args) {
     std::fprintf(stderr, "note: %s sees only the last %d bytes\n",
                  a.model.label().c_str(), m.n_ctx);
   }
-  const TinyLogits logits = tiny_logits(m, window, a.bound);
+  const TinyLogits logits = wasm ? wasm->tiny_logits(window, a.bound)
+                                 : tiny_logits(m, window, a.bound);
   if (a.json) {
     nlohmann::json hexes = nlohmann::json::array();
     nlohmann::json values = nlohmann::json::array();

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/model_args.h"
 #include "formats/gpt2_checkpoint.h"
+#include "hosts/native/wasm_host.h"
 #include "lockstep/gpt2.h"
 #include "lockstep/tiny.h"
 
@@ -61,9 +62,14 @@ Action add_info(CLI::App& app) {
   args->add(app);
   app.add_flag("--json", *json, "print one JSON object");
   return [args, json]() {
-    const nlohmann::json j = args->kind() == ModelKind::kGpt2
-                                 ? gpt2_info(args->path())
-                                 : tiny_info(args->path());
+    nlohmann::json j = args->kind() == ModelKind::kGpt2
+                           ? gpt2_info(args->path())
+                           : tiny_info(args->path());
+    // The WebAssembly module this build made (--backend wasm refuses any
+    // other): docs/wasm.md.
+    j["wasm"] = {{"module", wasm_module_path()},
+                 {"sha256", wasm_module_sha256()},
+                 {"scalar_sha256", wasm_scalar_module_sha256()}};
     if (*json) {
       std::printf("%s\n", j.dump(2).c_str());
       return 0;

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/generate_args.h"
+#include "cli/gpt2_runner.h"
 #include "cli/progress.h"
 #include "formats/checkpoint.h"
 #include "formats/gpt2_checkpoint.h"
@@ -47,8 +48,8 @@ int run(const LogitsArgs& a) {
                 "of " +
                 std::to_string(c.n_ctx));
   }
-  Gpt2Session session({c, w.data(), w.words()},
-                      {a.backend, a.threads, a.full ? c.n_ctx : 1});
+  Gpt2Runner session(a.model.path(), w, a.backend, a.threads,
+                     a.full ? c.n_ctx : 1);
   const size_t rows = a.all_positions ? tokens.size() : 1;
   const size_t V = size_t(c.n_vocab);
   std::vector<uint8_t> bytes(rows * V * sizeof(float));

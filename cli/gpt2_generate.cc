@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "cli/generate_args.h"
+#include "cli/gpt2_runner.h"
 #include "formats/gpt2_checkpoint.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
@@ -65,8 +66,8 @@ int run_gpt2_generate(const GenerateArgs& args) {
     throw Error("the prompt has " + std::to_string(tokens.size()) +
                 " tokens; the model's context is " + std::to_string(c.n_ctx));
   }
-  Gpt2Session session({c, w.data(), w.words()},
-                      {a.backend, a.threads, a.full ? c.n_ctx : 1});
+  Gpt2Runner session(a.model.path(), w, a.backend, a.threads,
+                     a.full ? c.n_ctx : 1);
   Sampler sampler(a.sampler, c.n_vocab);
 
   // Prefill: the prompt's last position's logits.

@@ -51,8 +51,9 @@ ModelKind ModelArgs::kind() const {
 
 void add_backend_options(CLI::App& app, std::string& backend, int& threads) {
   app.add_option("--backend", backend,
-                 "GPT-2: cpu, cpu-avx512, cpu-avx2, cpu-generic or reference "
-                 "(all give the same bits)")
+                 "cpu, cpu-avx512, cpu-avx2, cpu-generic, reference (GPT-2) "
+                 "or wasm (the WebAssembly module in Node.js; GPT-2 and the "
+                 "tiny models); all give the same bits")
       ->capture_default_str();
   app.add_option("--threads", threads, "GPT-2: 1 or 2")
       ->check(CLI::Range(1, 2))

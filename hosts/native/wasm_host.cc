@@ -1,0 +1,219 @@
+#include "hosts/native/wasm_host.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "lockstep/error.h"
+#include "lockstep_wasm_sha256.h"
+
+extern char** environ;
+
+namespace lockstep {
+namespace {
+
+// node on PATH, as posix_spawnp would find it.
+bool node_on_path() {
+  const char* path = std::getenv("PATH");
+  if (!path) return false;
+  std::string dirs = path;
+  size_t at = 0;
+  while (at <= dirs.size()) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = dirs.substr(at, end - at);
+    const std::string node = (dir.empty() ? "." : dir) + "/node";
+    if (access(node.c_str(), X_OK) == 0) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+std::string join_tokens(std::span<const int32_t> tokens) {
+  std::string s;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (i) s.push_back(',');
+    s.append(std::to_string(tokens[i]));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string wasm_module_path() {
+  const char* env = std::getenv("LOCKSTEP_WASM_MODULE");
+  return env && *env ? env : LOCKSTEP_WASM_MODULE;
+}
+std::string wasm_module_sha256() { return LOCKSTEP_WASM_SHA256; }
+std::string wasm_scalar_module_sha256() { return LOCKSTEP_WASM_SCALAR_SHA256; }
+
+WasmHost::WasmHost(const std::string& model_path, const WasmHostOptions& o) {
+  if (!node_on_path()) {
+    throw Error(
+        "--backend wasm runs the WebAssembly module in Node.js, but `node` "
+        "is not on PATH (Debian: apt-get install nodejs)");
+  }
+  // A host that exits early must not kill us with SIGPIPE: writes then fail
+  // with EPIPE and become an Error.
+  std::signal(SIGPIPE, SIG_IGN);
+  int in[2], out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) {
+    throw Error(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::vector<std::string> args = {
+      "node",
+      LOCKSTEP_NODE_HOST,
+      "serve",
+      "--model",
+      model_path,
+      "--module",
+      o.module.empty() ? wasm_module_path() : o.module,
+      "--module-sha256",
+      o.module_sha256.empty() ? wasm_module_sha256() : o.module_sha256,
+      "--max-prefix",
+      std::to_string(o.max_prefix)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  for (int fd : {in[0], in[1], out[0], out[1]}) {
+    posix_spawn_file_actions_addclose(&fa, fd);
+  }
+  const int rc =
+      posix_spawnp(&pid_, "node", &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(in[0]);
+  close(out[1]);
+  to_host_ = in[1];
+  from_host_ = out[0];
+  if (rc != 0) {
+    pid_ = -1;
+    throw Error(std::string("cannot start node: ") + std::strerror(rc));
+  }
+  // The hello frame: n_vocab, n_ctx, memory bytes, the module's digest.
+  int32_t status = 0;
+  uint32_t len = 0;
+  read_exactly(&status, 4);
+  read_exactly(&len, 4);
+  std::vector<uint8_t> hello(len);
+  read_exactly(hello.data(), len);
+  if (status != 0 || len != 12 + 64) {
+    throw Error("the WebAssembly host sent an unexpected greeting");
+  }
+  uint32_t v[3];
+  std::memcpy(v, hello.data(), 12);
+  n_vocab_ = int(v[0]);
+  n_ctx_ = int(v[1]);
+  module_sha256_.assign(hello.begin() + 12, hello.end());
+  logits_.resize(size_t(n_vocab_));
+}
+
+WasmHost::~WasmHost() {
+  if (to_host_ >= 0) close(to_host_);
+  if (from_host_ >= 0) close(from_host_);
+  if (pid_ > 0) {
+    int st = 0;
+    waitpid(pid_, &st, 0);
+  }
+}
+
+void WasmHost::read_exactly(void* dst, size_t n) {
+  auto* p = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    const ssize_t r = read(from_host_, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      throw Error(
+          "the WebAssembly host (node hosts/node/lockstep.mjs) stopped; its "
+          "message is above");
+    }
+    p += r;
+    n -= size_t(r);
+  }
+}
+
+std::vector<uint8_t> WasmHost::request(const std::string& line) {
+  const std::string msg = line + "\n";
+  size_t at = 0;
+  while (at < msg.size()) {
+    const ssize_t w = write(to_host_, msg.data() + at, msg.size() - at);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      throw Error(
+          "the WebAssembly host (node hosts/node/lockstep.mjs) stopped; its "
+          "message is above");
+    }
+    at += size_t(w);
+  }
+  int32_t status = 0;
+  uint32_t len = 0;
+  read_exactly(&status, 4);
+  read_exactly(&len, 4);
+  std::vector<uint8_t> payload(len);
+  read_exactly(payload.data(), len);
+  if (status != 0) {
+    throw Error(std::string(payload.begin(), payload.end()));
+  }
+  return payload;
+}
+
+std::span<const float> WasmHost::step(int32_t token) {
+  const auto p = request("step " + std::to_string(token));
+  if (p.size() != logits_.size() * sizeof(float)) {
+    throw Error("the WebAssembly host returned a short row of logits");
+  }
+  std::memcpy(logits_.data(), p.data(), p.size());
+  ++position_;
+  return logits_;
+}
+
+std::span<const float> WasmHost::infer(std::span<const int32_t> tokens) {
+  const auto p = request("infer " + join_tokens(tokens));
+  if (p.size() != logits_.size() * sizeof(float)) {
+    throw Error("the WebAssembly host returned a short row of logits");
+  }
+  std::memcpy(logits_.data(), p.data(), p.size());
+  return logits_;
+}
+
+void WasmHost::reset() {
+  request("reset");
+  position_ = 0;
+}
+
+std::vector<uint8_t> WasmHost::cache() { return request("cache"); }
+
+std::array<double, 256> WasmHost::tiny_logits(std::span<const int32_t> tokens,
+                                              double bound) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &bound, 8);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)bits);
+  const auto p =
+      request(std::string("tiny ") + hex + " " + join_tokens(tokens));
+  std::array<double, 256> out{};
+  if (p.size() != sizeof out) {
+    throw Error("the WebAssembly host returned a short row of logits");
+  }
+  std::memcpy(out.data(), p.data(), p.size());
+  return out;
+}
+
+std::array<uint32_t, 2> WasmHost::memory() {
+  const auto p = request("memory");
+  std::array<uint32_t, 2> m{};
+  if (p.size() != 8) throw Error("the WebAssembly host: bad memory reply");
+  std::memcpy(m.data(), p.data(), 8);
+  return m;
+}
+
+}  // namespace lockstep
