@@ -100,6 +100,11 @@ int run(const BenchArgs& a) {
     const std::string key = std::to_string(t);
     auto be = make_gpt2_backend(a.backend, c, w, words, t, span);
     out["backend_name"][key] = be->name();
+    // What a session of this backend holds: the weights, the backend's own
+    // memory (repacked matrices, scratch) and a KV cache for n_ctx
+    // positions.
+    out["session_memory_bytes"][key] =
+        weight_bytes + be->extra_memory_bytes() + cache.size() * 4;
     // Decode: positions 0..127, and (long) the last 128 positions.
     std::vector<double> short_runs, long_runs, bandwidth;
     auto decode = [&](int first) {
@@ -173,21 +178,24 @@ int run(const BenchArgs& a) {
        {"backend_name", "bandwidth_gbps", "decode_floor_tokens_per_s",
         "decode_tokens_per_s_pos0_127", "decode_vs_floor",
         "decode_tokens_per_s_pos896_1023", "prefill128_tokens_per_s",
-        "prefill128_gflops", "nonfma_peak_gflops", "prefill_vs_nonfma_peak"}) {
+        "prefill128_gflops", "nonfma_peak_gflops", "prefill_vs_nonfma_peak",
+        "session_memory_bytes"}) {
     if (!out.contains(k)) continue;
     std::printf("%-34s", k);
     for (int t : a.threads) {
       const auto& v = out[k][std::to_string(t)];
       if (v.is_string()) {
         std::printf("%14s", v.get<std::string>().c_str());
+      } else if (v.is_number_unsigned()) {
+        std::printf("%11.1f MB", double(v.get<uint64_t>()) / 1e6);
       } else {
         std::printf("%14.3f", v.get<double>());
       }
     }
     std::printf("\n");
   }
-  std::printf("%-34s%14.1f MB\n", "peak resident memory",
-              double(out["peak_rss_bytes"]) / 1e6);
+  std::printf("%-34s%14.1f MB (includes the 1 GiB bandwidth buffer)\n",
+              "peak resident memory", double(out["peak_rss_bytes"]) / 1e6);
   return 0;
 }
 
