@@ -12,9 +12,6 @@
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace lockstep::bench {
 namespace {
@@ -45,69 +42,63 @@ const Buffer& buffer() {
   return b;
 }
 
+// GCC vector types: each kernel body below is written once, as a macro
+// over the vector type, and compiled once per instruction set with a
+// target attribute (an inline function would be compiled once, for the
+// baseline ISA).
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V8 __attribute__((vector_size(32)));
+typedef float V4 __attribute__((vector_size(16)));
+
 // Sums p[0, n) read as `streams` interleaved sequential streams (stream s
-// reads the s-th of `streams` equal parts), 32 floats per stream and round,
-// into 8 independent sums so the loop is bound by loads, not by the latency
-// of one chain of additions. More streams engage more of the hardware
-// prefetchers: on the 2-core AMD EPYC of docs/benchmarks.md one thread
-// reads 19.6 GB/s as one stream and 30.5 GB/s as eight. The caller passes
-// n a multiple of 32 * streams.
+// reads the s-th of `streams` equal parts), 128 floats per stream and
+// round, into 8 independent sums (held in registers: the unrolled loop's
+// indices are constants) so the loop is bound by loads, not by the latency
+// of one chain of additions (with the sums in memory, one thread read
+// 20 GB/s here instead of 29). Which number of streams the hardware
+// prefetchers serve best differs between machines (on the 2-core AMD EPYC
+// of docs/benchmarks.md one stream reads about 29 GB/s and eight about 22),
+// so read_bandwidth takes the best of several. The caller passes n a
+// multiple of kRound * streams.
+constexpr size_t kRound = 128;
+#define LOCKSTEP_SUM_BODY(V)                                                \
+  constexpr int kW = int(sizeof(V) / sizeof(float));                        \
+  V a[8] = {};                                                              \
+  const size_t part = n / size_t(streams);                                  \
+  for (size_t i = 0; i < part; i += kRound) {                               \
+    for (int s = 0; s < streams; ++s) {                                     \
+      const float* q = p + size_t(s) * part + i;                            \
+      _Pragma("GCC unroll 32") for (int k = 0; k < int(kRound) / kW; ++k) { \
+        V v;                                                                \
+        __builtin_memcpy(&v, q + k * kW, sizeof v);                         \
+        a[k & 7] += v;                                                      \
+      }                                                                     \
+    }                                                                       \
+  }                                                                         \
+  V t = a[0];                                                               \
+  for (int i = 1; i < 8; ++i) t += a[i];                                    \
+  return t[0];
+
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) float sum_avx512(const float* p, size_t n,
                                                     int streams) {
-  __m512 a[8];
-  for (auto& x : a) x = _mm512_setzero_ps();
-  const size_t part = n / size_t(streams);
-  for (size_t i = 0; i < part; i += 32) {
-    for (int s = 0; s < streams; ++s) {
-      const float* q = p + size_t(s) * part + i;
-      const int j = (2 * s) & 7;
-      a[j] = _mm512_add_ps(a[j], _mm512_loadu_ps(q));
-      a[j + 1] = _mm512_add_ps(a[j + 1], _mm512_loadu_ps(q + 16));
-    }
-  }
-  __m512 t = a[0];
-  for (int i = 1; i < 8; ++i) t = _mm512_add_ps(t, a[i]);
-  float out[16];
-  _mm512_storeu_ps(out, t);
-  return out[0];
+  LOCKSTEP_SUM_BODY(V16)
 }
 __attribute__((target("avx2"))) float sum_avx2(const float* p, size_t n,
                                                int streams) {
-  __m256 a[8];
-  for (auto& x : a) x = _mm256_setzero_ps();
-  const size_t part = n / size_t(streams);
-  for (size_t i = 0; i < part; i += 32) {
-    for (int s = 0; s < streams; ++s) {
-      const float* q = p + size_t(s) * part + i;
-      for (int k = 0; k < 4; ++k) {
-        const int j = (4 * s + k) & 7;
-        a[j] = _mm256_add_ps(a[j], _mm256_loadu_ps(q + 8 * k));
-      }
-    }
-  }
-  __m256 t = a[0];
-  for (int i = 1; i < 8; ++i) t = _mm256_add_ps(t, a[i]);
-  float out[8];
-  _mm256_storeu_ps(out, t);
-  return out[0];
+  LOCKSTEP_SUM_BODY(V8)
 }
 #endif
+float sum_generic(const float* p, size_t n, int streams) {
+  LOCKSTEP_SUM_BODY(V4)
+}
 
 float sum(const float* p, size_t n, int streams) {
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f")) return sum_avx512(p, n, streams);
   if (__builtin_cpu_supports("avx2")) return sum_avx2(p, n, streams);
 #endif
-  float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const size_t part = n / size_t(streams);
-  for (size_t i = 0; i < part; i += 32) {
-    for (int s = 0; s < streams; ++s) {
-      const float* q = p + size_t(s) * part + i;
-      for (int k = 0; k < 32; ++k) a[k & 7] += q[k];
-    }
-  }
-  return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+  return sum_generic(p, n, streams);
 }
 
 // Runs job(t) on `threads` threads released together (the caller is
@@ -134,64 +125,37 @@ double run_team(int threads, Job job) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Independent chains, 8 of multiplies and 8 of additions per round, all
+// in registers: the arithmetic a non-FMA kernel can issue per cycle.
+// Returns the flops done.
+#define LOCKSTEP_PEAK_BODY(V)                        \
+  constexpr int kW = int(sizeof(V) / sizeof(float)); \
+  V m[8], a[8];                                      \
+  for (int i = 0; i < 8; ++i) {                      \
+    m[i] = V{} + (1.0f + float(i) * 1e-3f);          \
+    a[i] = V{} + 0.5f * float(i);                    \
+  }                                                  \
+  const V c = V{} + 0.9999999f, d = V{} + 1e-9f;     \
+  for (long r = 0; r < rounds; ++r) {                \
+    for (int i = 0; i < 8; ++i) {                    \
+      m[i] = m[i] * c;                               \
+      a[i] = a[i] + d;                               \
+    }                                                \
+  }                                                  \
+  V s = V{};                                         \
+  for (int i = 0; i < 8; ++i) s = s + (m[i] + a[i]); \
+  return double(rounds) * 16.0 * kW + double(s[0]) * 0.0;
+
 #if defined(__x86_64__)
 __attribute__((target("avx512f"), noinline)) double peak_avx512(long rounds) {
-  __m512 m[8], a[8];
-  for (int i = 0; i < 8; ++i) {
-    m[i] = _mm512_set1_ps(1.0f + float(i) * 1e-3f);
-    a[i] = _mm512_set1_ps(0.5f * float(i));
-  }
-  const __m512 c = _mm512_set1_ps(0.9999999f), d = _mm512_set1_ps(1e-9f);
-  for (long r = 0; r < rounds; ++r) {
-    for (int i = 0; i < 8; ++i) {
-      m[i] = _mm512_mul_ps(m[i], c);
-      a[i] = _mm512_add_ps(a[i], d);
-    }
-  }
-  __m512 s = _mm512_setzero_ps();
-  for (int i = 0; i < 8; ++i) s = _mm512_add_ps(s, _mm512_add_ps(m[i], a[i]));
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  return double(rounds) * 16.0 * 16.0 + out[0] * 0.0;  // flops
+  LOCKSTEP_PEAK_BODY(V16)
 }
 __attribute__((target("avx2"), noinline)) double peak_avx2(long rounds) {
-  __m256 m[8], a[8];
-  for (int i = 0; i < 8; ++i) {
-    m[i] = _mm256_set1_ps(1.0f + float(i) * 1e-3f);
-    a[i] = _mm256_set1_ps(0.5f * float(i));
-  }
-  const __m256 c = _mm256_set1_ps(0.9999999f), d = _mm256_set1_ps(1e-9f);
-  for (long r = 0; r < rounds; ++r) {
-    for (int i = 0; i < 8; ++i) {
-      m[i] = _mm256_mul_ps(m[i], c);
-      a[i] = _mm256_add_ps(a[i], d);
-    }
-  }
-  __m256 s = _mm256_setzero_ps();
-  for (int i = 0; i < 8; ++i) s = _mm256_add_ps(s, _mm256_add_ps(m[i], a[i]));
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return double(rounds) * 16.0 * 8.0 + out[0] * 0.0;
+  LOCKSTEP_PEAK_BODY(V8)
 }
 #endif
-
-typedef float V4 __attribute__((vector_size(16)));
 __attribute__((noinline)) double peak_generic(long rounds) {
-  V4 m[8], a[8];
-  for (int i = 0; i < 8; ++i) {
-    m[i] = V4{} + (1.0f + float(i) * 1e-3f);
-    a[i] = V4{} + 0.5f * float(i);
-  }
-  const V4 c = V4{} + 0.9999999f, d = V4{} + 1e-9f;
-  for (long r = 0; r < rounds; ++r) {
-    for (int i = 0; i < 8; ++i) {
-      m[i] = m[i] * c;
-      a[i] = a[i] + d;
-    }
-  }
-  V4 s = V4{};
-  for (int i = 0; i < 8; ++i) s = s + m[i] + a[i];
-  return double(rounds) * 16.0 * 4.0 + double(s[0]) * 0.0;
+  LOCKSTEP_PEAK_BODY(V4)
 }
 
 double peak_burst(long rounds) {
@@ -208,7 +172,7 @@ const float* bandwidth_buffer() { return buffer().p; }
 size_t bandwidth_buffer_floats() { return buffer().n; }
 
 double read_seconds(const float* p, size_t n, int threads, int streams) {
-  const size_t unit = 32 * size_t(streams);
+  const size_t unit = kRound * size_t(streams);
   const size_t chunk = n / size_t(threads) / unit * unit;
   std::vector<float> sink(static_cast<size_t>(threads));
   const double s = run_team(threads, [&](int t) {
@@ -223,7 +187,7 @@ double read_bandwidth(size_t bytes, int threads) {
   const size_t n = std::min(bytes / 4, bandwidth_buffer_floats());
   double best = 0;
   for (int streams : {1, 4, 8}) {
-    const size_t unit = 32 * size_t(streams) * size_t(threads);
+    const size_t unit = kRound * size_t(streams) * size_t(threads);
     const size_t read = n / unit * unit;
     best = std::max(
         best, double(read) * 4.0 /
