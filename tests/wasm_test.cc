@@ -1,0 +1,280 @@
+// Issue 4: the WebAssembly module, run in Node.js through the same client
+// as `--backend wasm` (hosts/native/wasm_host.h), returns the native
+// engine's bytes: every logit of seeded random inputs for the three tiny
+// models, both cases of the Hugging Face fixture, and 8 contexts of a
+// full-size 124M with seeded random weights (logits and caches, cached and
+// full-prefix); its memory never grows during a session; a module whose
+// SHA-256 differs from the recorded one is refused.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "formats/gpt2_checkpoint.h"
+#include "hosts/native/wasm_host.h"
+#include "lockstep/error.h"
+#include "lockstep/gpt2.h"
+#include "lockstep/tiny.h"
+#include "ls_sampler.h"
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSource = LOCKSTEP_SOURCE_DIR;
+
+// memcmp of two byte ranges; on failure the first differing element (of
+// `width` bytes) with both values' bits in hex.
+::testing::AssertionResult SameBytes(const void* a, const void* b, size_t bytes,
+                                     size_t width) {
+  if (bytes == 0 || std::memcmp(a, b, bytes) == 0) {
+    return ::testing::AssertionSuccess();
+  }
+  const auto* x = static_cast<const uint8_t*>(a);
+  const auto* y = static_cast<const uint8_t*>(b);
+  for (size_t i = 0; i < bytes; i += width) {
+    if (std::memcmp(x + i, y + i, width) != 0) {
+      uint64_t u = 0, v = 0;
+      std::memcpy(&u, x + i, width);
+      std::memcpy(&v, y + i, width);
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "first difference at element %zu: 0x%0*llx (wasm) vs "
+                    "0x%0*llx (native)",
+                    i / width, int(2 * width), (unsigned long long)u,
+                    int(2 * width), (unsigned long long)v);
+      return ::testing::AssertionFailure() << buf;
+    }
+  }
+  return ::testing::AssertionFailure() << "sizes differ";
+}
+
+template <class T>
+::testing::AssertionResult SameValues(std::span<const T> wasm,
+                                      std::span<const T> native) {
+  if (wasm.size() != native.size()) {
+    return ::testing::AssertionFailure()
+           << wasm.size() << " values vs " << native.size();
+  }
+  return SameBytes(wasm.data(), native.data(), wasm.size() * sizeof(T),
+                   sizeof(T));
+}
+
+// Seeded random tokens in [0, vocab) (SplitMix64, docs/arithmetic.md §5.1).
+std::vector<int32_t> RandomTokens(uint64_t& state, size_t n, int vocab) {
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = int32_t(ls_splitmix64_next(&state) % uint64_t(vocab));
+  return t;
+}
+
+void ExpectMemoryUnchanged(WasmHost& host) {
+  const auto m = host.memory();
+  EXPECT_EQ(m[0], m[1]) << "the WebAssembly memory grew during the session";
+  EXPECT_EQ(m[0] % 65536, 0u);
+}
+
+// Every logit of 40 random sequences per tiny model, at random lengths up
+// to the context (and the full context), with three weight bounds.
+TEST(WasmTiny, EveryLogitOfRandomInputsMatchesNative) {
+  uint64_t state = 20240404;
+  for (const char* name : {"tiny4", "tiny64", "tiny128"}) {
+    SCOPED_TRACE(name);
+    const std::string path = kSource + "/models/" + name + ".lockstep";
+    const TinyModel m = load_tiny(path);
+    WasmHost host(path);
+    EXPECT_EQ(host.n_vocab(), 256);
+    EXPECT_EQ(host.n_ctx(), m.n_ctx);
+    for (int i = 0; i < 40; ++i) {
+      const size_t n =
+          i == 0 ? size_t(m.n_ctx)
+                 : 1 + size_t(ls_splitmix64_next(&state) % uint64_t(m.n_ctx));
+      const auto tokens = RandomTokens(state, n, 256);
+      const double bound = i % 3 == 0 ? 10.0 : (i % 3 == 1 ? 2.5 : 0.75);
+      const TinyLogits want = tiny_logits(m, tokens, bound);
+      const auto got = host.tiny_logits(tokens, bound);
+      ASSERT_TRUE(SameValues<double>(got, want))
+          << "sequence " << i << ", " << n << " tokens, bound " << bound;
+    }
+    ExpectMemoryUnchanged(host);
+  }
+}
+
+TEST(WasmTiny, BadInputIsAnErrorNotACrash) {
+  const std::string path = kSource + "/models/tiny4.lockstep";
+  WasmHost host(path);
+  const std::vector<int32_t> bad_token = {1, 256};
+  EXPECT_THROW(host.tiny_logits(bad_token, 10.0), Error);
+  const std::vector<int32_t> too_long = {1, 2, 3, 4, 5};
+  EXPECT_THROW(host.tiny_logits(too_long, 10.0), Error);
+  EXPECT_THROW(host.tiny_logits({}, 10.0), Error);
+  const std::vector<int32_t> ok = {1, 2};
+  EXPECT_THROW(host.tiny_logits(ok, 11.0), Error);
+  // The session survives its errors.
+  const TinyLogits want = tiny_logits(load_tiny(path), ok, 10.0);
+  EXPECT_TRUE(SameValues<double>(host.tiny_logits(ok, 10.0), want));
+  ExpectMemoryUnchanged(host);
+}
+
+TEST(WasmModule, RefusesAModuleWithAnotherSha256) {
+  const std::string path = kSource + "/models/tiny4.lockstep";
+  WasmHostOptions o;
+  o.module_sha256 = std::string(64, '0');
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(WasmHost(path, o), Error);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("refusing WebAssembly module"), std::string::npos) << err;
+
+  // A module with one byte changed, under its recorded name.
+  const fs::path dir = fs::temp_directory_path() /
+                       ("lockstep_wasm_sha_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path copy = dir / "lockstep.wasm";
+  fs::copy_file(wasm_module_path(), copy);
+  fs::copy_file(wasm_module_path() + ".sha256", dir / "lockstep.wasm.sha256");
+  {
+    std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x7f');
+  }
+  o.module = copy.string();
+  o.module_sha256.clear();  // the digest this build recorded
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(WasmHost(path, o), Error);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("refusing"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A packed copy of a GPT-2 and its weights in memory, in a temp folder.
+struct PackedGpt2 {
+  fs::path dir, file;
+  ~PackedGpt2() {
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+};
+
+// Runs `contexts` through the module and the native engine: the cached
+// step's logits at every position and the cache after the last, then the
+// full-prefix pass of every prefix that `full_prefixes` selects.
+void CompareGpt2(const std::string& file, const Gpt2Weights& w,
+                 const std::vector<std::vector<int32_t>>& contexts,
+                 bool every_full_prefix) {
+  const ls_gpt2_config& c = w.config;
+  WasmHost host(file);
+  Gpt2Session native({c, w.data(), w.words()}, {"cpu", 2, c.n_ctx});
+  for (size_t ci = 0; ci < contexts.size(); ++ci) {
+    const auto& tokens = contexts[ci];
+    SCOPED_TRACE("context " + std::to_string(ci));
+    host.reset();
+    native.reset();
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const auto got = host.step(tokens[t]);
+      const auto want = native.step(tokens[t]);
+      ASSERT_TRUE(SameValues<float>(got, want))
+          << "cached step, position " << t;
+    }
+    const auto cache = host.cache();
+    const auto want_cache = native.cache();
+    ASSERT_EQ(cache.size(), want_cache.size() * sizeof(float));
+    ASSERT_TRUE(
+        SameBytes(cache.data(), want_cache.data(), cache.size(), sizeof(float)))
+        << "KV cache after " << tokens.size() << " positions";
+    for (size_t n = every_full_prefix ? 1 : tokens.size(); n <= tokens.size();
+         ++n) {
+      const std::span<const int32_t> prefix(tokens.data(), n);
+      const auto got = host.infer(prefix);
+      const auto want = native.infer(prefix);
+      ASSERT_TRUE(SameValues<float>(got, want)) << "full prefix of " << n;
+    }
+  }
+  ExpectMemoryUnchanged(host);
+}
+
+TEST(WasmGpt2, BothHuggingFaceFixtureCasesMatchNative) {
+  const std::string hf = kSource + "/tests/data/hf-gpt2-A";
+  PackedGpt2 p;
+  p.dir = fs::temp_directory_path() /
+          ("lockstep_wasm_hf_" + std::to_string(getpid()));
+  fs::create_directories(p.dir);
+  p.file = p.dir / "hf-gpt2-A.lockstep";
+  convert_hf_to_packed(hf, p.file.string());
+  const Gpt2Weights w = load_gpt2(p.file.string());
+  std::ifstream in(hf + "/cases.json");
+  const auto cases = nlohmann::json::parse(in)["cases"];
+  ASSERT_EQ(cases.size(), 2u);
+  std::vector<std::vector<int32_t>> contexts;
+  for (const auto& c : cases) {
+    contexts.push_back(c["input_ids"].get<std::vector<int32_t>>());
+  }
+  CompareGpt2(p.file.string(), w, contexts, /*every_full_prefix=*/true);
+}
+
+// Full-size GPT-2 124M with seeded random weights (every parameter drawn
+// around its role's typical size), written packed at test time.
+TEST(WasmGpt2, Random124MEightContextsMatchNative) {
+  const ls_gpt2_config c = kGpt2_124M;
+  const size_t words = ls_gpt2_param_count(&c);
+  std::vector<float> weights(words);
+  uint64_t state = 124;
+  for (auto& x : weights) {
+    x = float((ls_uniform64(&state) * 2.0 - 1.0) * 0.05);
+  }
+  // LayerNorm gains near 1 (ln_1, ln_2 of every block, ln_f).
+  const size_t C = size_t(c.n_embd);
+  auto gains = [&](size_t at) {
+    for (size_t i = 0; i < C; ++i) weights[at + i] += 1.0f;
+  };
+  for (int l = 0; l < c.n_layer; ++l) {
+    const ls_gpt2_block b = ls_gpt2_block_offsets(&c, l);
+    gains(b.ln1_g);
+    gains(b.ln2_g);
+  }
+  gains(ls_gpt2_lnf_offset(&c));
+  PackedGpt2 p;
+  p.dir = fs::temp_directory_path() /
+          ("lockstep_wasm_124m_" + std::to_string(getpid()));
+  fs::create_directories(p.dir);
+  p.file = p.dir / "random-124m.lockstep";
+  write_gpt2_packed(p.file.string(), c, weights.data(), words,
+                    {{"source", "tests/wasm_test.cc, seed 124"}});
+  weights = {};
+  const Gpt2Weights w = load_gpt2(p.file.string());
+
+  // 8 contexts of 1 to 12 tokens, anywhere in the vocabulary (50256, the
+  // last id, included).
+  std::vector<std::vector<int32_t>> contexts;
+  uint64_t ts = 8;
+  for (size_t n : {1, 2, 3, 4, 6, 8, 10, 12}) {
+    contexts.push_back(RandomTokens(ts, n, c.n_vocab));
+  }
+  contexts[3][1] = c.n_vocab - 1;
+  CompareGpt2(p.file.string(), w, contexts, /*every_full_prefix=*/false);
+}
+
+TEST(WasmGpt2, BadTokensAndPositionsAreErrors) {
+  const std::string hf = kSource + "/tests/data/hf-gpt2-A";
+  PackedGpt2 p;
+  p.dir = fs::temp_directory_path() /
+          ("lockstep_wasm_bad_" + std::to_string(getpid()));
+  fs::create_directories(p.dir);
+  p.file = p.dir / "hf.lockstep";
+  convert_hf_to_packed(hf, p.file.string());
+  WasmHost host(p.file.string());
+  EXPECT_THROW(host.step(-1), Error);
+  EXPECT_THROW(host.step(50257), Error);
+  EXPECT_EQ(host.position(), 0);
+  const std::vector<int32_t> too_long(129, 1);
+  EXPECT_THROW(host.infer(too_long), Error);
+  EXPECT_THROW(host.infer({}), Error);
+  for (int t = 0; t < 128; ++t) host.step(t);
+  EXPECT_THROW(host.step(1), Error);  // the context is full
+  ExpectMemoryUnchanged(host);
+}
+
+}  // namespace
+}  // namespace lockstep
