@@ -562,6 +562,29 @@ TEST(Gpt2_124M, EveryBackendBytesEqualToReference) {
   }
 }
 
+// The widths and head counts of the larger GPT-2 sizes (355M: 1024 / 16,
+// 774M: 1280 / 20, 1.5B: 1600 / 25, all with 64-wide heads), one layer and
+// a small vocabulary each: odd numbers of 64-column panels (1.5B's c_proj
+// has 25), so the last unit of a decode product holds one panel. Every
+// fast backend against the reference, steps and full passes.
+TEST(LargerSizes, BlockShapesBytesEqualToReference) {
+  for (const auto& big :
+       {lockstep::kGpt2_355M, lockstep::kGpt2_774M, lockstep::kGpt2_1558M}) {
+    const ls_gpt2_config c = {301, 6, big.n_embd, big.n_head, 1};
+    const auto w = RandomWeights(c, uint64_t(big.n_embd));
+    const auto tokens = RandomTokens(c, c.n_ctx, uint64_t(big.n_head));
+    const std::vector<int> prefixes = {1, 5, 6};
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+    const Trace want = RunTrace(*ref, c, tokens, prefixes);
+    for (const auto& v : FastVariants()) {
+      auto fast =
+          make_gpt2_backend(v.name, c, w.data(), w.size(), v.threads, 0);
+      ExpectSameTrace(RunTrace(*fast, c, tokens, prefixes), want,
+                      fast->name() + " n_embd " + std::to_string(c.n_embd));
+    }
+  }
+}
+
 // ------------------------------------------------------ long contexts
 
 // Cached and full-prefix results agree at late positions too (GPT-2 runs
