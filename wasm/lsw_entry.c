@@ -22,6 +22,15 @@ extern unsigned char __heap_base;
 
 /* A plan that does not fit the 4 GiB of a wasm32 memory (GPT-2 1.5B). */
 #define LSW_ERR_TOO_LARGE 100
+/* cachedStep or infer before gpt2_prepare. */
+#define LSW_ERR_NOT_PREPARED 101
+
+#ifdef __wasm_simd128__
+/* wasm/ops32_simd.c: the block matrices as 32-column panels. */
+void lsw_forget_panels(void);
+int lsw_repack_panels(float* w, int n_in, int n_out, float* tmp);
+void lsw_set_head_panels(const float* m, float* panels, int n, int n_rows);
+#endif
 #define LSW_ALIGN 64u
 #define LSW_PAGE 65536u
 
@@ -36,6 +45,12 @@ typedef struct {
   uint32_t logits, logits_bytes; /* f32 (GPT-2) or f64 (tiny) */
   uint32_t tokens, tokens_bytes; /* int32, n_ctx of them */
   uint32_t sample, sample_bytes; /* widened logits, ranks, weights */
+  /* SIMD GPT-2: room to repack one matrix at gpt2_prepare; the cache
+   * itself when it is large enough (it is empty then), so usually no
+   * memory of its own. */
+  uint32_t repack, repack_bytes;
+  /* SIMD GPT-2: the output head (wte) as panels of 32 rows. */
+  uint32_t head, head_bytes;
 } lsw_plan;
 
 typedef struct {
@@ -43,6 +58,7 @@ typedef struct {
   ls_gpt2_config gpt2;
   int tiny_ctx;
   int max_prefix;
+  int prepared; /* GPT-2 weights checked (and repacked) */
   lsw_plan plan;
   uint64_t rng; /* the sampler's SplitMix64 state (§5.1) */
 } lsw_state;
@@ -87,8 +103,15 @@ static void lsw_sample_buffers(lsw_cursor* c, uint64_t vocab) {
 }
 
 /* The plan for a tiny model of context n_ctx (docs/models.md). */
-LSW_EXPORT("tiny_plan") const lsw_plan* lsw_tiny_plan(int32_t n_ctx) {
+static void lsw_reset(void) {
   g = (lsw_state){0};
+#ifdef __wasm_simd128__
+  lsw_forget_panels();
+#endif
+}
+
+LSW_EXPORT("tiny_plan") const lsw_plan* lsw_tiny_plan(int32_t n_ctx) {
+  lsw_reset();
   const ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
   if (L.total == 0) {
     g.plan.status = LS_ERR_CONTEXT;
@@ -132,7 +155,7 @@ LSW_EXPORT("gpt2_plan")
 const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
                               int32_t n_head, int32_t n_layer,
                               int32_t max_prefix) {
-  g = (lsw_state){0};
+  lsw_reset();
   ls_gpt2_config c = {n_vocab, n_ctx, n_embd, n_head, n_layer};
   if (!ls_gpt2_config_valid(&c)) {
     g.plan.status = LS_ERR_CONFIG;
@@ -154,15 +177,45 @@ const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
   p->logits = lsw_take(&cur, (uint64_t)n_vocab * 4, &p->logits_bytes);
   p->tokens = lsw_take(&cur, (uint64_t)n_ctx * 4, &p->tokens_bytes);
   lsw_sample_buffers(&cur, (uint64_t)n_vocab);
+#ifdef __wasm_simd128__
+  const uint64_t matrix = (uint64_t)16 * (uint64_t)n_embd * n_embd;
+  if (p->cache_bytes >= matrix) {
+    p->repack = p->cache, p->repack_bytes = (uint32_t)matrix;
+  } else {
+    p->repack = lsw_take(&cur, matrix, &p->repack_bytes);
+  }
+  const uint64_t head_rows = ((uint64_t)n_vocab + 31) / 32 * 32;
+  p->head = lsw_take(&cur, head_rows * (uint64_t)n_embd * 4, &p->head_bytes);
+#endif
   lsw_finish(&cur);
   return p;
 }
 
-/* 1 when every loaded weight is finite (the cached step requires it). */
-LSW_EXPORT("gpt2_weights_finite") int32_t lsw_gpt2_weights_finite(void) {
-  if (g.kind != 2) return 0;
-  return ls_gpt2_weights_finite((const float*)(uintptr_t)g.plan.weights,
-                                g.plan.weights_bytes / 4);
+/* After the host has written the weights: checks them finite (the cached
+ * step requires it) and, in the SIMD module, repacks the block matrices
+ * into panels (wasm/ops32_simd.c). Returns an ls_status. */
+LSW_EXPORT("gpt2_prepare") int32_t lsw_gpt2_prepare(void) {
+  if (g.kind != 2) return LS_ERR_CONFIG;
+  if (g.prepared) return LS_OK;
+  float* w = (float*)(uintptr_t)g.plan.weights;
+  if (!ls_gpt2_weights_finite(w, g.plan.weights_bytes / 4)) {
+    return LS_ERR_WEIGHT_NONFINITE;
+  }
+#ifdef __wasm_simd128__
+  const ls_gpt2_config* c = &g.gpt2;
+  const int C = c->n_embd;
+  float* tmp = (float*)(uintptr_t)g.plan.repack;
+  for (int l = 0; l < c->n_layer; ++l) {
+    const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
+    lsw_repack_panels(w + b.attn_w, C, 3 * C, tmp);
+    lsw_repack_panels(w + b.proj_w, C, C, tmp);
+    lsw_repack_panels(w + b.fc_w, C, 4 * C, tmp);
+    lsw_repack_panels(w + b.out_w, 4 * C, C, tmp);
+  }
+  lsw_set_head_panels(w, (float*)(uintptr_t)g.plan.head, C, c->n_vocab);
+#endif
+  g.prepared = 1;
+  return LS_OK;
 }
 
 /* ls_gpt2_step at `position`: the cache's first `position` rows must hold
@@ -170,6 +223,7 @@ LSW_EXPORT("gpt2_weights_finite") int32_t lsw_gpt2_weights_finite(void) {
 LSW_EXPORT("cachedStep")
 int32_t lsw_gpt2_step(int32_t token, int32_t position) {
   if (g.kind != 2) return LS_ERR_CONFIG;
+  if (!g.prepared) return LSW_ERR_NOT_PREPARED;
   const ls_gpt2_config* c = &g.gpt2;
   const lsw_plan* p = &g.plan;
   if (position < 0 || position >= c->n_ctx) return LS_ERR_POSITION;
@@ -184,6 +238,7 @@ int32_t lsw_gpt2_step(int32_t token, int32_t position) {
 /* ls_gpt2_infer over the first n planned tokens. */
 LSW_EXPORT("infer") int32_t lsw_gpt2_infer(int32_t n) {
   if (g.kind != 2) return LS_ERR_CONFIG;
+  if (!g.prepared) return LSW_ERR_NOT_PREPARED;
   const lsw_plan* p = &g.plan;
   if (n > g.max_prefix && n <= g.gpt2.n_ctx) return LS_ERR_SCRATCH;
   if (n > g.gpt2.n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
@@ -224,6 +279,9 @@ LSW_EXPORT("sample") int32_t lsw_sample(int32_t top_k, double temperature) {
 LSW_EXPORT("status_message") const char* lsw_status_message(int32_t s) {
   if (s == LSW_ERR_TOO_LARGE) {
     return "the model does not fit a 4 GiB WebAssembly memory";
+  }
+  if (s == LSW_ERR_NOT_PREPARED) {
+    return "the weights were not prepared (gpt2_prepare after loading them)";
   }
   return ls_status_message((ls_status)s);
 }

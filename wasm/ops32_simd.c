@@ -32,12 +32,142 @@ static v128_t lsw_tree16(v128_t* s) {
   return s[0];
 }
 
+/* Repacked matrices (docs/wasm.md "Panels"): at session start the SIMD
+ * module rewrites each block matrix W [K, N] (N a multiple of 32), in place,
+ * as N / 32 panels of [K, 32], rows contiguous: panel p holds columns
+ * 32p .. 32p + 31. A decode step then reads every matrix as one linear
+ * stream, which is what keeps a 128-bit WebAssembly loop near the memory's
+ * speed. Only ls_matvec32 reads these matrices, and it recognises them by
+ * address. */
+#define LSW_PANEL 32
+#define LSW_MAX_PANELED 1024
+static const float* lsw_paneled[LSW_MAX_PANELED];
+static int lsw_n_paneled;
+/* Where the touch-ahead loads go (see lsw_panel_block), so that they are
+ * not optimised away. */
+static v128_t lsw_sink;
+
+void lsw_forget_panels(void);
+int lsw_repack_panels(float* w, int n_in, int n_out, float* tmp);
+
+/* The tied output head: wte [n_rows, n] row-major, copied at session start
+ * into panels of 32 rows, head_panels[p][k][j] = wte[32p + j][k] (rows past
+ * n_rows are +0.0), so that ls_rowdots32 is the panel kernel again. */
+static const float* lsw_head_rows;
+static const float* lsw_head_panels;
+
+void lsw_set_head_panels(const float* m, float* panels, int n, int n_rows);
+
+void lsw_forget_panels(void) {
+  lsw_n_paneled = 0;
+  lsw_head_rows = 0;
+  lsw_head_panels = 0;
+}
+
+void lsw_set_head_panels(const float* m, float* panels, int n, int n_rows) {
+  const int np = (n_rows + LSW_PANEL - 1) / LSW_PANEL;
+  for (int p = 0; p < np; ++p) {
+    float* panel = panels + (long)p * n * LSW_PANEL;
+    for (int j = 0; j < LSW_PANEL; ++j) {
+      const int r = p * LSW_PANEL + j;
+      for (int k = 0; k < n; ++k) {
+        panel[k * LSW_PANEL + j] = r < n_rows ? m[(long)r * n + k] : 0.0f;
+      }
+    }
+  }
+  lsw_head_rows = m;
+  lsw_head_panels = panels;
+}
+
+/* Repacks W [n_in, n_out] in place through tmp (n_in * n_out floats).
+ * Returns 0 when the matrix is left as it is (n_out not a multiple of 32,
+ * or the table is full). */
+int lsw_repack_panels(float* w, int n_in, int n_out, float* tmp) {
+  if (n_out % LSW_PANEL != 0 || lsw_n_paneled == LSW_MAX_PANELED) return 0;
+  const long total = (long)n_in * n_out;
+  for (long i = 0; i < total; ++i) tmp[i] = w[i];
+  for (int p = 0; p < n_out / LSW_PANEL; ++p) {
+    float* panel = w + (long)p * n_in * LSW_PANEL;
+    for (int k = 0; k < n_in; ++k) {
+      const float* row = tmp + (long)k * n_out + p * LSW_PANEL;
+      for (int j = 0; j < LSW_PANEL; ++j) panel[k * LSW_PANEL + j] = row[j];
+    }
+  }
+  lsw_paneled[lsw_n_paneled++] = w;
+  return 1;
+}
+
+static int lsw_is_paneled(const float* w) {
+  for (int i = 0; i < lsw_n_paneled; ++i) {
+    if (lsw_paneled[i] == w) return 1;
+  }
+  return 0;
+}
+
+/* One §2.1 block of one panel: rows k0 .. k0 + len - 1 (each 32 floats,
+ * contiguous) against x; lane o of acc[v] is output 4v + o's block sum,
+ * from +0.0 in k order. Every 32 rows (4 KiB) one load touches the panel
+ * 64 rows ahead: WebAssembly has no prefetch, and the early page touch lets
+ * the hardware prefetcher cross page boundaries without waiting. */
+static void lsw_panel_block(const float* x, const float* panel, int k0, int len,
+                            int rows, v128_t* out) {
+  v128_t a0 = wasm_f32x4_splat(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0,
+         a5 = a0, a6 = a0, a7 = a0, touch = a0;
+  const float* r = panel + (long)k0 * LSW_PANEL;
+  for (int k = k0; k < k0 + len; ++k, r += LSW_PANEL) {
+    if ((k & 31) == 0) {
+      const int ahead = k + 64 < rows ? k + 64 : rows - 1;
+      touch = wasm_v128_or(
+          touch, wasm_v128_load32_splat(panel + (long)ahead * LSW_PANEL));
+    }
+    const v128_t xk = wasm_v128_load32_splat(x + k);
+    a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(xk, wasm_v128_load(r)));
+    a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(xk, wasm_v128_load(r + 4)));
+    a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(xk, wasm_v128_load(r + 8)));
+    a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(xk, wasm_v128_load(r + 12)));
+    a4 = wasm_f32x4_add(a4, wasm_f32x4_mul(xk, wasm_v128_load(r + 16)));
+    a5 = wasm_f32x4_add(a5, wasm_f32x4_mul(xk, wasm_v128_load(r + 20)));
+    a6 = wasm_f32x4_add(a6, wasm_f32x4_mul(xk, wasm_v128_load(r + 24)));
+    a7 = wasm_f32x4_add(a7, wasm_f32x4_mul(xk, wasm_v128_load(r + 28)));
+  }
+  out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
+  out[4] = a4, out[5] = a5, out[6] = a6, out[7] = a7;
+  lsw_sink = wasm_v128_or(lsw_sink, touch);
+}
+
+/* §2.2 on a repacked matrix: per panel, the 16 block sums of its 32
+ * outputs, the §2.1 tree, the bias last. */
+static void lsw_panel_matvec(const float* x, const float* w, const float* b,
+                             int n_in, int n_out, float* y) {
+  const int blocks = n_in % 16 == 0 ? 16 : 1;
+  const int len = n_in / blocks;
+  for (int p = 0; p < n_out / LSW_PANEL; ++p) {
+    const float* panel = w + (long)p * n_in * LSW_PANEL;
+    v128_t part[16][8];
+    for (int blk = 0; blk < blocks; ++blk) {
+      lsw_panel_block(x, panel, blk * len, len, n_in, part[blk]);
+    }
+    for (int v = 0; v < 8; ++v) {
+      v128_t t[16];
+      for (int blk = 0; blk < blocks; ++blk) t[blk] = part[blk][v];
+      v128_t s = blocks == 16 ? lsw_tree16(t) : t[0];
+      const int o = p * LSW_PANEL + 4 * v;
+      if (b) s = wasm_f32x4_add(s, wasm_v128_load(b + o));
+      wasm_v128_store(y + o, s);
+    }
+  }
+}
+
 /* §2.2 in the core's loop order: partial[blk][o] is block blk's running sum
  * of output o, and row k of W is streamed whole. Four rows are applied per
  * pass over a block's accumulators, one after the other in k order, so each
  * accumulator is loaded and stored once per four products. */
 void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
                  int n_out, float* partial, float* y) {
+  if (n_in > 0 && lsw_is_paneled(w)) {
+    lsw_panel_matvec(x, w, b, n_in, n_out, y);
+    return;
+  }
   const int blocks = (n_in > 0 && n_in % 16 == 0) ? 16 : 1;
   const int len = n_in / blocks;
   const int nv = n_out & ~3;
@@ -163,6 +293,20 @@ static void lsw_rowdots8(const float* x, const float* m, int n, float* y) {
 }
 
 void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
+  if (n > 0 && m == lsw_head_rows) {
+    /* Whole panels straight into y, the last one through a buffer. */
+    const int full = n_rows / LSW_PANEL;
+    lsw_panel_matvec(x, lsw_head_panels, 0, n, full * LSW_PANEL, y);
+    if (full * LSW_PANEL < n_rows) {
+      float last[LSW_PANEL];
+      lsw_panel_matvec(x, lsw_head_panels + (long)full * n * LSW_PANEL, 0, n,
+                       LSW_PANEL, last);
+      for (int r = full * LSW_PANEL; r < n_rows; ++r) {
+        y[r] = last[r - full * LSW_PANEL];
+      }
+    }
+    return;
+  }
   int r = 0;
   if (n > 0 && n % 64 == 0) {
     for (; r + 8 <= n_rows; r += 8) {

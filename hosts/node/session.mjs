@@ -39,8 +39,8 @@ export class Session {
     }
     readPayloadInto(ck, new Uint8Array(s.memory.buffer, s.plan.weights,
                                        s.plan.weightsBytes));
-    if (s.kind === 'gpt2' && !s.exports.gpt2_weights_finite()) {
-      throw new HostError(`GPT-2 '${modelPath}': a weight is NaN or infinite`);
+    if (s.kind === 'gpt2') {
+      s.check(s.exports.gpt2_prepare(), `GPT-2 '${modelPath}'`);
     }
     s.position = 0;
     s.memoryBytes = s.memory.buffer.byteLength;

@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+// WASM-in-Node vs native single-thread decode, measured in one run
+// (docs/wasm.md, docs/benchmarks.md "WebAssembly"):
+//   node hosts/node/bench.mjs --model M.lockstep [--native BIN] [--prompt 16]
+//        [--steps 32] [--rounds 5]
+// Each round times `steps` cached steps after a `prompt`-token prefill in
+// this process (the module) and in wasm_decode_bench (the native CPU
+// backend, one thread), alternating, so both see the same machine state.
+// Prints per-round medians and the ratio native ms / wasm ms (1.0: as fast
+// as native).
+import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { cpus } from 'node:os';
+import { hostDir } from './module.mjs';
+import { Session } from './session.mjs';
+import { parseArgs, intOption } from './args.mjs';
+
+const a = parseArgs(process.argv.slice(2), {
+  model: { alias: '-m' }, native: {}, prompt: { def: '16' },
+  steps: { def: '32' }, rounds: { def: '5' }, module: {},
+  'module-sha256': {},
+}, 'bench');
+if (a.model === undefined) {
+  process.stderr.write('bench: --model M.lockstep is required (a 124M: ' +
+      'build/wasm/wasm_decode_bench --write-random-124m M.lockstep)\n');
+  process.exit(2);
+}
+const prompt = intOption(a.prompt, '--prompt', 1, 1000);
+const steps = intOption(a.steps, '--steps', 1, 1000);
+const rounds = intOption(a.rounds, '--rounds', 1, 100);
+const native = a.native ?? resolve(hostDir, '..', '..', 'build', 'wasm',
+                                   'wasm_decode_bench');
+
+const median = (v) => [...v].sort((x, y) => x - y)[v.length >> 1];
+const s = Session.open(a.model, { module: a.module, moduleSha:
+                                  a['module-sha256'], maxPrefix: 1 });
+const V = s.nVocab;
+const tok = (i) => (1000 + 37 * i) % V;
+
+function wasmRound() {
+  s.reset();
+  for (let i = 0; i < prompt; ++i) s.step(tok(i));
+  const ms = [];
+  for (let i = 0; i < steps; ++i) {
+    const t0 = process.hrtime.bigint();
+    s.step(tok(prompt + i));
+    ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  return median(ms);
+}
+
+function nativeRound() {
+  const out = execFileSync(native, ['--model', a.model, '--prompt',
+    String(prompt), '--steps', String(steps)], { encoding: 'utf8' });
+  const j = JSON.parse(out);
+  return { ms: median(j.ms_per_token), backend: j.backend };
+}
+
+wasmRound(); // warm-up: V8's tiering and the weights' first touch
+const results = [];
+for (let r = 0; r < rounds; ++r) {
+  const n = nativeRound();
+  const w = wasmRound();
+  results.push({ wasm: w, native: n.ms, ratio: n.ms / w, backend: n.backend });
+  process.stderr.write(`round ${r + 1}: wasm ${w.toFixed(2)} ms/token, ` +
+      `native (${n.backend}) ${n.ms.toFixed(2)} ms/token, ratio ` +
+      `${(n.ms / w).toFixed(3)}\n`);
+}
+s.assertMemoryUnchanged();
+const summary = {
+  model: a.model,
+  config: s.config,
+  module_sha256: s.moduleInfo.sha256,
+  memory_bytes: s.memoryBytes,
+  prompt, steps, rounds,
+  cpu: cpus()[0]?.model,
+  node: process.version,
+  native_backend: results[0].backend,
+  wasm_ms_per_token: median(results.map((x) => x.wasm)),
+  native_ms_per_token: median(results.map((x) => x.native)),
+  ratio_native_over_wasm: median(results.map((x) => x.ratio)),
+};
+process.stdout.write(JSON.stringify(summary, null, 1) + '\n');
