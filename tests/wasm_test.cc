@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "formats/gpt2_checkpoint.h"
+#include "hosts/native/random_gpt2.h"
 #include "hosts/native/wasm_host.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
@@ -214,27 +215,12 @@ TEST(WasmGpt2, BothHuggingFaceFixtureCasesMatchNative) {
   CompareGpt2(p.file.string(), w, contexts, /*every_full_prefix=*/true);
 }
 
-// Full-size GPT-2 124M with seeded random weights (every parameter drawn
-// around its role's typical size), written packed at test time.
+// Full-size GPT-2 124M with seeded random weights (hosts/native/
+// random_gpt2.h), written packed at test time.
 TEST(WasmGpt2, Random124MEightContextsMatchNative) {
   const ls_gpt2_config c = kGpt2_124M;
-  const size_t words = ls_gpt2_param_count(&c);
-  std::vector<float> weights(words);
-  uint64_t state = 124;
-  for (auto& x : weights) {
-    x = float((ls_uniform64(&state) * 2.0 - 1.0) * 0.05);
-  }
-  // LayerNorm gains near 1 (ln_1, ln_2 of every block, ln_f).
-  const size_t C = size_t(c.n_embd);
-  auto gains = [&](size_t at) {
-    for (size_t i = 0; i < C; ++i) weights[at + i] += 1.0f;
-  };
-  for (int l = 0; l < c.n_layer; ++l) {
-    const ls_gpt2_block b = ls_gpt2_block_offsets(&c, l);
-    gains(b.ln1_g);
-    gains(b.ln2_g);
-  }
-  gains(ls_gpt2_lnf_offset(&c));
+  std::vector<float> weights = seeded_gpt2_weights(c, 124);
+  const size_t words = weights.size();
   PackedGpt2 p;
   p.dir = fs::temp_directory_path() /
           ("lockstep_wasm_124m_" + std::to_string(getpid()));

@@ -1,0 +1,170 @@
+/* Independent semantics for issue 4: the scalar module (lockstep-scalar
+ * .wasm, no SIMD) translated to C by wabt's wasm2c and compiled natively
+ * runs the tiny models' checked entry, and every logit of seeded random
+ * inputs equals the native core's (core/ls_tiny.c), byte for byte. wasm2c
+ * reads the module's own instructions, so this checks the module's bits
+ * without V8.
+ *
+ *   wasm_wabt_check MODEL.lockstep ...   (exit 0: all equal) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ls_sampler.h"
+#include "ls_tiny.h"
+#include "lsw_scalar.h"
+
+/* The one import, the memory, which this embedder owns. */
+struct Z_env_instance_t {
+  wasm_rt_memory_t memory;
+};
+wasm_rt_memory_t* Z_envZ_memory(struct Z_env_instance_t* env) {
+  return &env->memory;
+}
+
+enum { PLAN_WORDS = 18 }; /* lsw_plan (wasm/lsw_entry.c) in u32 words */
+enum {
+  P_STATUS,
+  P_TOTAL,
+  P_WEIGHTS,
+  P_WEIGHTS_BYTES,
+  P_CACHE,
+  P_CACHE_BYTES,
+  P_SCRATCH,
+  P_SCRATCH_BYTES,
+  P_LOGITS,
+  P_LOGITS_BYTES,
+  P_TOKENS
+};
+
+static int fail(const char* what, const char* path) {
+  fprintf(stderr, "wasm_wabt_check: %s: %s\n", path, what);
+  return 1;
+}
+
+/* A tiny checkpoint's payload (docs/checkpoint-format.md) and n_ctx. */
+static double* read_tiny(const char* path, size_t* words, int* n_ctx) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return NULL;
+  unsigned char pre[56];
+  double* w = NULL;
+  char* header = NULL;
+  if (fread(pre, 1, 56, f) != 56 || memcmp(pre, "LOCKSTEP", 8) != 0) goto out;
+  uint32_t h;
+  uint64_t p;
+  memcpy(&h, pre + 12, 4);
+  memcpy(&p, pre + 16, 8);
+  header = calloc(h + 1, 1);
+  if (!header || fread(header, 1, h, f) != h) goto out;
+  const char* at = strstr(header, "\"n_ctx\":");
+  if (!at) goto out;
+  *n_ctx = atoi(at + 8);
+  w = malloc(p);
+  if (!w || fread(w, 1, p, f) != p) {
+    free(w);
+    w = NULL;
+    goto out;
+  }
+  *words = (size_t)(p / 8);
+out:
+  free(header);
+  fclose(f);
+  return w;
+}
+
+static void read_plan(const wasm_rt_memory_t* m, u32 at, uint32_t* plan) {
+  memcpy(plan, m->data + at, PLAN_WORDS * 4);
+}
+
+static int check_model(const char* path, uint64_t* rng) {
+  size_t words = 0;
+  int n_ctx = 0;
+  double* weights = read_tiny(path, &words, &n_ctx);
+  if (!weights) return fail("not a readable tiny checkpoint", path);
+
+  /* Plan with a throw-away instance, then instantiate on exactly the
+   * planned memory, as the Node.js host does. */
+  struct Z_env_instance_t planner_env, env;
+  Z_lsw_instance_t planner, inst;
+  uint32_t plan[PLAN_WORDS];
+  wasm_rt_allocate_memory(&planner_env.memory, 16, 16);
+  Z_lsw_instantiate(&planner, &planner_env);
+  read_plan(&planner_env.memory, Z_lswZ_tiny_plan(&planner, (u32)n_ctx), plan);
+  Z_lsw_free(&planner);
+  wasm_rt_free_memory(&planner_env.memory);
+  if (plan[P_STATUS] != 0) return fail("the module refused the plan", path);
+  const uint32_t pages = plan[P_TOTAL] / 65536;
+  wasm_rt_allocate_memory(&env.memory, pages, pages);
+  Z_lsw_instantiate(&inst, &env);
+  read_plan(&env.memory, Z_lswZ_tiny_plan(&inst, (u32)n_ctx), plan);
+  if (plan[P_WEIGHTS_BYTES] != words * 8) return fail("weight count", path);
+  memcpy(env.memory.data + plan[P_WEIGHTS], weights, words * 8);
+
+  const size_t scratch_words = ls_tiny_scratch_words(n_ctx);
+  double* scratch = malloc(scratch_words * 8);
+  int32_t* tokens = malloc((size_t)n_ctx * 4);
+  int failures = 0;
+  for (int i = 0; i < 60 && !failures; ++i) {
+    const int n = i == 0 ? n_ctx : 1 + (int)(ls_splitmix64_next(rng) % n_ctx);
+    for (int t = 0; t < n; ++t) {
+      tokens[t] = (int32_t)(ls_splitmix64_next(rng) % 256);
+    }
+    const double bound = i % 3 == 0 ? 10.0 : (i % 3 == 1 ? 2.5 : 0.75);
+    double want[256], got[256];
+    const ls_status s =
+        ls_tiny_logits_checked(n_ctx, weights, words, tokens, (size_t)n, bound,
+                               scratch, scratch_words, want);
+    memcpy(env.memory.data + plan[P_TOKENS], tokens, (size_t)n * 4);
+    const u32 ws = Z_lswZ_tiny_logits(&inst, (u32)n, bound);
+    if ((u32)s != ws) {
+      fprintf(stderr, "%s: sequence %d: status %u (wasm) vs %d (native)\n",
+              path, i, ws, (int)s);
+      ++failures;
+      break;
+    }
+    memcpy(got, env.memory.data + plan[P_LOGITS], sizeof got);
+    for (int k = 0; k < 256; ++k) {
+      if (memcmp(&got[k], &want[k], 8) != 0) {
+        uint64_t a, b;
+        memcpy(&a, &got[k], 8);
+        memcpy(&b, &want[k], 8);
+        fprintf(stderr,
+                "%s: sequence %d (%d tokens, bound %g): first difference at "
+                "logit %d: 0x%016llx (wasm2c) vs 0x%016llx (native)\n",
+                path, i, n, bound, k, (unsigned long long)a,
+                (unsigned long long)b);
+        ++failures;
+        break;
+      }
+    }
+  }
+  /* A token outside the vocabulary is the same error in both. */
+  tokens[0] = 256;
+  memcpy(env.memory.data + plan[P_TOKENS], tokens, 4);
+  if (Z_lswZ_tiny_logits(&inst, 1, 10.0) != LS_ERR_TOKEN) {
+    fprintf(stderr, "%s: a bad token was not LS_ERR_TOKEN\n", path);
+    ++failures;
+  }
+  if (env.memory.pages != pages) {
+    fprintf(stderr, "%s: the memory grew\n", path);
+    ++failures;
+  }
+  Z_lsw_free(&inst);
+  wasm_rt_free_memory(&env.memory);
+  free(scratch);
+  free(tokens);
+  free(weights);
+  if (!failures) printf("ok   %s: 60 random inputs, every logit equal\n", path);
+  return failures;
+}
+
+int main(int argc, char** argv) {
+  wasm_rt_init();
+  Z_lsw_init_module();
+  uint64_t rng = 4;
+  int failures = 0;
+  for (int i = 1; i < argc; ++i) failures += check_model(argv[i], &rng);
+  wasm_rt_free();
+  return failures ? 1 : 0;
+}
