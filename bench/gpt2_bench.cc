@@ -49,14 +49,11 @@
 #include <thread>
 #include <vector>
 
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
-
 #include "backends/backend.h"
 #include "backends/cpu/cpu_isa.h"
 #include "bench/machine_limits.h"
 #include "formats/gpt2_checkpoint.h"
+#include "lockstep/huge_floats.h"
 #include "ls_gpt2.h"
 
 #if defined(__x86_64__)
@@ -186,30 +183,9 @@ std::vector<int32_t> Tokens(int n) {
 // first): the fast paths report their speedup over it.
 double g_reference_ms = 0, g_reference_prefill_ms = 0;
 
-// A zeroed float buffer, 2 MB aligned; with `huge`, given to transparent
-// huge pages (Linux). A KV cache row is 72 KB for 124M, so attention at
-// position 1000 touches 1000 different 4 KB pages per layer and pass; on
-// 2 MB pages, 36.
-struct HugeFloats {
-  HugeFloats(size_t n, bool huge) : n_(n) {
-    constexpr size_t kHuge = size_t(2) << 20;
-    const size_t bytes = (n * 4 + kHuge - 1) / kHuge * kHuge;
-    p_ = static_cast<float*>(std::aligned_alloc(kHuge, bytes));
-#ifdef __linux__
-    if (huge) madvise(p_, bytes, MADV_HUGEPAGE);
-#endif
-    (void)huge;
-    std::memset(p_, 0, bytes);
-  }
-  ~HugeFloats() { std::free(p_); }
-  float* data() { return p_; }
-  size_t size() const { return n_; }
-  float& operator[](size_t i) { return p_[i]; }
-
- private:
-  float* p_;
-  size_t n_;
-};
+// The KV cache on 2 MB pages (lockstep/huge_floats.h, as a Gpt2Session
+// allocates it) or, for comparison, on 4 KB pages.
+using lockstep::HugeFloats;
 
 // One cached step per iteration. pos 0: positions 0 .. 127, then again;
 // pos 1000: the cache holds 1000 random rows, steps cycle over 1000 .. 1015.

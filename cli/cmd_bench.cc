@@ -16,6 +16,7 @@
 #include "cli/progress.h"
 #include "formats/gpt2_checkpoint.h"
 #include "lockstep/error.h"
+#include "lockstep/huge_floats.h"
 #include "ls_sampler.h"
 
 namespace lockstep::cli {
@@ -78,7 +79,7 @@ int run(const BenchArgs& a) {
       {"backend", a.backend},
       {"repeat", a.repeat},
       {"hardware_threads", std::thread::hardware_concurrency()}};
-  std::vector<float> cache(ls_gpt2_cache_floats(&c));
+  HugeFloats cache(ls_gpt2_cache_floats(&c));  // as a Gpt2Session's
   std::vector<float> logits(size_t(c.n_vocab));
   const size_t row = ls_gpt2_cache_row_floats(&c);
   uint64_t tok_state = 7;

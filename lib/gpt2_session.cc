@@ -41,7 +41,7 @@ Gpt2Session::Gpt2Session(const Gpt2View& view, const Gpt2SessionOptions& o)
                         o.backend == "reference" ? 1 : o.threads, max_prefix_);
   memory_ = gpt2_memory_plan(c, max_prefix_);
   memory_.scratch = backend_->extra_memory_bytes();
-  cache_.assign(memory_.cache / sizeof(float), 0.0f);
+  cache_ = HugeFloats(memory_.cache / sizeof(float));
   logits_.assign(memory_.logits / sizeof(float), 0.0f);
 }
 

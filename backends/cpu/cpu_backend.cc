@@ -22,17 +22,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <new>
-
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/thread_pool.h"
 #include "lockstep/error.h"
+#include "lockstep/huge_floats.h"
 #include "ls_ops32.h"
 
 namespace lockstep::backends {
@@ -109,18 +104,13 @@ Layout layout(const ls_gpt2_config& c, int positions, int members) {
 }
 
 // The one allocation: the layout in 2 MB pages.
-constexpr size_t kHuge = size_t(2) << 20;
 size_t allocation_bytes(const Layout& l) {
-  return (l.total * sizeof(float) + kHuge - 1) / kHuge * kHuge;
+  return HugeFloats::bytes_for(l.total);
 }
 
 int positions_for(const ls_gpt2_config& c, int max_prefix) {
   return max_prefix > 0 ? std::min(max_prefix, c.n_ctx) : c.n_ctx;
 }
-
-struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
-};
 
 class CpuBackend final : public Gpt2Backend {
  public:
@@ -132,17 +122,10 @@ class CpuBackend final : public Gpt2Backend {
         pool_(threads),
         positions_(positions_for(c, max_prefix)),
         lay_(layout(c, positions_, pool_.size())),
-        counters_(new std::atomic<int>[size_t(kPerLayer * c.n_layer + 1)]) {
-    // 2 MB aligned, and on Linux asked for transparent huge pages: the
-    // head panels (154 MB for 124M) are streamed once per token, and 4 KB
-    // pages would cost a TLB miss every 4 KB.
-    const size_t bytes = allocation_bytes(lay_);
-    buf_.reset(static_cast<float*>(std::aligned_alloc(kHuge, bytes)));
-    if (!buf_) throw std::bad_alloc();
-#ifdef __linux__
-    madvise(buf_.get(), bytes, MADV_HUGEPAGE);  // advisory: failure is fine
-#endif
-    std::fill(buf_.get(), buf_.get() + lay_.blocks, 0.0f);
+        counters_(new std::atomic<int>[size_t(kPerLayer * c.n_layer + 1)]),
+        // On 2 MB pages: the repacked matrices (494 MB for 124M) are
+        // streamed once per token.
+        buf_(lay_.total) {
     repack_all();
   }
 
@@ -226,7 +209,7 @@ class CpuBackend final : public Gpt2Backend {
     const ls_gpt2_config& c = c_;
     const int C = c.n_embd, D = C / c.n_head;
     const size_t Cs = size_t(C);
-    float* buf = buf_.get();
+    float* buf = buf_.data();
     float* x = buf + lay_.xm + size_t(m) * lay_stride_c();
     float* h = buf + lay_.hm + size_t(m) * lay_stride_c();
     float* QKV = buf + lay_.qkv;
@@ -284,7 +267,7 @@ class CpuBackend final : public Gpt2Backend {
     const ls_gpt2_config& c = c_;
     const int C = c.n_embd, n = p.n, D = C / c.n_head;
     const size_t Cs = size_t(C);
-    float* buf = buf_.get();
+    float* buf = buf_.data();
     float* X = buf + lay_.x;
     float* Hn = buf + lay_.h;
     float* QKV = buf + lay_.qkv;
@@ -352,27 +335,16 @@ class CpuBackend final : public Gpt2Backend {
   // repacked head (no bias), then the finiteness check of ls_gpt2_step.
   void head(Pass& p, int m) {
     const ls_gpt2_config& c = c_;
-    const float* h = buf_.get() + lay_.hm + size_t(m) * lay_stride_c();
+    const float* h = buf_.data() + lay_.hm + size_t(m) * lay_stride_c();
     std::atomic<int>& next = counters_[size_t(kPerLayer * c.n_layer)];
-    const int V = c.n_vocab, units = int((panels(V) + 1) / 2);
-    const size_t C = size_t(c.n_embd);
-    const float* head = buf_.get() + lay_.head;
-    for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
-      const int o0 = u * 2 * kPanel, o1 = std::min(V, o0 + 2 * kPanel);
-      if (o1 - o0 == 2 * kPanel) {
-        k_.matvec_pair(h, head + size_t(o0) * C, head + size_t(o0 + kPanel) * C,
-                       nullptr, c.n_embd, p.logits + o0);
-      } else {
-        for (int c0 = o0; c0 < o1; c0 += kPanel) {
-          const int pw = std::min(kPanel, V - c0);
-          k_.matmul(h, C, 1, head + size_t(c0) * C, nullptr, c.n_embd, pw, 0,
-                    pw, p.logits + c0, size_t(V));
-        }
-      }
-      for (int v = o0; v < o1; ++v) {
-        if (!(p.logits[v] - p.logits[v] == 0.0f)) p.nonfinite[m] = true;
-      }
-    }
+    float* logits = p.logits;
+    bool& nonfinite = p.nonfinite[m];
+    matvec(next, h, buf_.data() + lay_.head, nullptr, c.n_embd, c.n_vocab,
+           logits, [&](int o0, int width) {
+             for (int v = o0; v < o0 + width; ++v) {
+               if (!(logits[v] - logits[v] == 0.0f)) nonfinite = true;
+             }
+           });
   }
 
   // This layer's repacked matrices.
@@ -381,7 +353,7 @@ class CpuBackend final : public Gpt2Backend {
   };
   Mats mats(int l) const {
     const size_t C = size_t(c_.n_embd);
-    const float* base = buf_.get() + lay_.blocks + size_t(l) * layer_floats(C);
+    const float* base = buf_.data() + lay_.blocks + size_t(l) * layer_floats(C);
     const LayerPanels o = layer_panels(C);
     return {base + o.attn, base + o.proj, base + o.fc, base + o.out};
   }
@@ -395,37 +367,62 @@ class CpuBackend final : public Gpt2Backend {
   void matmul(std::atomic<int>& next, const float* x, size_t xs, int n,
               const float* w, const float* bias, int n_in, int n_out, float* y,
               size_t ys, bool gelu) {
-    const int np = int(panels(n_out)), per = n == 1 ? 2 : 1;
-    const int cols = (np + per - 1) / per;
+    if (n == 1) {
+      matvec(next, x, w, bias, n_in, n_out, y, [&](int o0, int width) {
+        if (gelu) k_.gelu(y + o0, width);
+      });
+      return;
+    }
+    const int np = int(panels(n_out));
     // Position slices: multiples of 6 (the AVX-512 tile height).
-    const int want = n == 1 ? 1 : (8 * pool_.size() + cols - 1) / cols;
+    const int want = (8 * pool_.size() + np - 1) / np;
     const int slices = std::max(1, std::min(want, n / 12));
     const int rows = (n + slices - 1) / slices;
     const int slice = (rows + 5) / 6 * 6;
-    const int units = cols * slices;
+    const int units = np * slices;
     const size_t K = size_t(n_in);
     for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
       const int cu = u / slices, su = u % slices;
       const int t0 = std::min(n, su * slice), t1 = std::min(n, t0 + slice);
       if (t0 >= t1) continue;
-      const float* xt = x + size_t(t0) * xs;
-      float* yt = y + size_t(t0) * ys;
-      const int o0 = cu * per * kPanel, o1 = std::min(n_out, o0 + per * kPanel);
-      if (o1 - o0 == 2 * kPanel) {
-        k_.matvec_pair(xt, w + size_t(o0) * K, w + size_t(o0 + kPanel) * K,
-                       bias ? bias + o0 : nullptr, n_in, yt + o0);
-      } else {
-        for (int c0 = o0; c0 < o1; c0 += kPanel) {
-          const int pw = std::min(kPanel, n_out - c0);
-          k_.matmul(xt, xs, t1 - t0, w + size_t(c0) * K,
-                    bias ? bias + c0 : nullptr, n_in, pw, 0, pw, yt + c0, ys);
-        }
-      }
+      const int o0 = cu * kPanel, pw = std::min(kPanel, n_out - o0);
+      k_.matmul(x + size_t(t0) * xs, xs, t1 - t0, w + size_t(o0) * K,
+                bias ? bias + o0 : nullptr, n_in, pw, 0, pw,
+                y + size_t(t0) * ys + size_t(o0), ys);
       if (gelu) {
         for (int t = t0; t < t1; ++t) {
-          k_.gelu(y + size_t(t) * ys + size_t(o0), o1 - o0);
+          k_.gelu(y + size_t(t) * ys + size_t(o0), pw);
         }
       }
+    }
+  }
+
+  // One position: units of two panels (two streams), but the last
+  // 2 * members panels one at a time, so that the members reach the
+  // barrier after the product together (a unit of two 768-deep panels is
+  // ~15 us of reading; half a unit lost per product and member was ~4% of
+  // a step). after(o0, width) runs on each unit's outputs once computed.
+  template <class After>
+  void matvec(std::atomic<int>& next, const float* x, const float* w,
+              const float* bias, int n_in, int n_out, float* y, After after) {
+    const int np = int(panels(n_out));
+    const int singles = std::min(np, 2 * pool_.size());
+    const int pairs = (np - singles) / 2;
+    const int units = pairs + (np - 2 * pairs);
+    const size_t K = size_t(n_in);
+    for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+      const int o0 = u < pairs ? 2 * u * kPanel : (pairs + u) * kPanel;
+      int width;
+      if (u < pairs) {
+        k_.matvec_pair(x, w + size_t(o0) * K, w + size_t(o0 + kPanel) * K,
+                       bias ? bias + o0 : nullptr, n_in, y + o0);
+        width = 2 * kPanel;
+      } else {
+        width = std::min(kPanel, n_out - o0);
+        k_.matmul(x, 0, 1, w + size_t(o0) * K, bias ? bias + o0 : nullptr, n_in,
+                  width, 0, width, y + o0, 0);
+      }
+      after(o0, width);
     }
   }
 
@@ -460,14 +457,14 @@ class CpuBackend final : public Gpt2Backend {
     const size_t C = size_t(c_.n_embd);
     for (int l = 0; l < c_.n_layer; ++l) {
       const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
-      float* base = buf_.get() + lay_.blocks + size_t(l) * layer_floats(C);
+      float* base = buf_.data() + lay_.blocks + size_t(l) * layer_floats(C);
       const LayerPanels o = layer_panels(C);
       repack(w_ + b.attn_w, C, 3 * C, 3 * C, 1, base + o.attn);
       repack(w_ + b.proj_w, C, C, C, 1, base + o.proj);
       repack(w_ + b.fc_w, C, 4 * C, 4 * C, 1, base + o.fc);
       repack(w_ + b.out_w, 4 * C, C, C, 1, base + o.out);
     }
-    repack(w_, C, size_t(c_.n_vocab), 1, C, buf_.get() + lay_.head);
+    repack(w_, C, size_t(c_.n_vocab), 1, C, buf_.data() + lay_.head);
   }
 
   // Attention units: groups of consecutive heads, about two per member.
@@ -488,7 +485,7 @@ class CpuBackend final : public Gpt2Backend {
   int positions_;
   Layout lay_;
   std::unique_ptr<std::atomic<int>[]> counters_;
-  std::unique_ptr<float, FreeDeleter> buf_;
+  HugeFloats buf_;
 };
 
 }  // namespace

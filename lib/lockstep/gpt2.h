@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lockstep/huge_floats.h"
 #include "ls_gpt2.h"
 
 namespace lockstep {
@@ -72,7 +73,8 @@ class Gpt2Session {
   int max_prefix_;
   int position_ = 0;
   std::unique_ptr<Gpt2Backend> backend_;
-  std::vector<float> cache_, logits_;
+  HugeFloats cache_;  // on 2 MB pages: its rows are far apart
+  std::vector<float> logits_;
   Gpt2Memory memory_;
 };
 
