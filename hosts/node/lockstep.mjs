@@ -338,12 +338,24 @@ function logits(argv) {
   return 0;
 }
 
+// The module's identity and, with --model, the session's memory plan (the
+// WebAssembly memory is exactly `memory_bytes`, created once).
 function info(argv) {
-  const a = parseArgs(argv, moduleOptions, 'info');
+  const a = parseArgs(argv, { ...moduleOptions, model: { alias: '-m' },
+                              weights: { alias: '-w' } }, 'info');
   const m = loadModule(a.module || defaultModulePath(),
                        a['module-sha256'] || null);
-  out(json({ module: m.path, sha256: m.sha256, bytes: m.size,
-             min_pages: m.minPages }) + '\n');
+  const j = { module: m.path, sha256: m.sha256, bytes: m.size,
+              min_pages: m.minPages };
+  if (a.model !== undefined || a.weights !== undefined) {
+    const s = Session.open(modelPath(a), { module: m });
+    j.model = label(a);
+    j.memory_bytes = s.memoryBytes;
+    j.plan = Object.fromEntries(Object.entries(s.plan)
+        .filter(([k]) => k.endsWith('Bytes') || k === 'total'));
+    j.process_rss_bytes = process.memoryUsage().rss;
+  }
+  out(JSON.stringify(j, null, 1) + '\n');
   return 0;
 }
 
