@@ -147,12 +147,16 @@ static void ls_attend(const ls_gpt2_config* c, const float* q,
           ls_dot32(q + off, keys + (size_t)j * stride + off, D, 1) / scale;
     }
     ls_softmax32(k->score, t + 1, k->score);
-    for (int d = 0; d < D; ++d) {
-      float acc = 0.0f;
-      for (int j = 0; j <= t; ++j) {
-        acc = acc + k->score[j] * values[(size_t)j * stride + off + d];
-      }
-      k->a[off + d] = acc;
+    /* §2.5: each a[d] starts at +0.0 and adds p[j] * v_j[d] for j in
+     * order. Positions are the outer loop so that each position's values
+     * are read once, contiguously (a cache row is n_layer * 2C floats
+     * long); the order of every sum is unchanged. */
+    float* a = k->a + off;
+    for (int d = 0; d < D; ++d) a[d] = 0.0f;
+    for (int j = 0; j <= t; ++j) {
+      const float p = k->score[j];
+      const float* v = values + (size_t)j * stride + off;
+      for (int d = 0; d < D; ++d) a[d] = a[d] + p * v[d];
     }
   }
 }

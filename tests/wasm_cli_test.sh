@@ -61,6 +61,17 @@ done
 "$bin" info --model tiny4 | grep -q "wasm.sha256 *$(cut -d' ' -f1 "$wasm/lockstep.wasm.sha256")" &&
   ok "lockstep info shows the module's SHA-256" || bad "lockstep info"
 
+# The session's memory is created with maximum == initial == the plan's
+# total, so it cannot grow.
+node --input-type=module -e "
+import { Session } from '$src/hosts/node/session.mjs';
+const s = Session.open('$src/models/tiny128.lockstep', {});
+let grew = true;
+try { s.memory.grow(1); } catch (e) { grew = !(e instanceof RangeError); }
+process.exit(!grew && s.memory.buffer.byteLength === s.plan.total ? 0 : 1);
+" && ok "the memory is the plan's size and cannot grow" ||
+  bad "the memory can grow or differs from the plan"
+
 # Tiny models: every output form, native vs --backend wasm vs the host CLI.
 for m in tiny4 tiny64 tiny128; do
   for a in "--logits" "" "--json" "--generate 80" \

@@ -14,12 +14,15 @@
 
 /* The core's kernels under other names: the scalar fallbacks below, and
  * everything else of ls_ops32.c (dot, LayerNorm, softmax) as it is. */
+#define ls_dot32 ls_dot32_scalar
 #define ls_matvec32 ls_matvec32_scalar
 #define ls_rowdots32 ls_rowdots32_scalar
 #include "ls_ops32.c"
+#undef ls_dot32
 #undef ls_matvec32
 #undef ls_rowdots32
 
+float ls_dot32(const float* x, const float* w, int n, int stride);
 void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
                  int n_out, float* partial, float* y);
 void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y);
@@ -258,6 +261,55 @@ static void lsw_transpose4(const float* m0, const float* m1, const float* m2,
   t[1] = wasm_i32x4_shuffle(lo01, lo23, 2, 3, 6, 7);
   t[2] = wasm_i32x4_shuffle(hi01, hi23, 0, 1, 4, 5);
   t[3] = wasm_i32x4_shuffle(hi01, hi23, 2, 3, 6, 7);
+}
+
+/* The same on four vectors already loaded. */
+static void lsw_transpose4v(const v128_t* a, v128_t* t) {
+  const v128_t lo01 = wasm_i32x4_shuffle(a[0], a[1], 0, 4, 1, 5);
+  const v128_t lo23 = wasm_i32x4_shuffle(a[2], a[3], 0, 4, 1, 5);
+  const v128_t hi01 = wasm_i32x4_shuffle(a[0], a[1], 2, 6, 3, 7);
+  const v128_t hi23 = wasm_i32x4_shuffle(a[2], a[3], 2, 6, 3, 7);
+  t[0] = wasm_i32x4_shuffle(lo01, lo23, 0, 1, 4, 5);
+  t[1] = wasm_i32x4_shuffle(lo01, lo23, 2, 3, 6, 7);
+  t[2] = wasm_i32x4_shuffle(hi01, hi23, 0, 1, 4, 5);
+  t[3] = wasm_i32x4_shuffle(hi01, hi23, 2, 3, 6, 7);
+}
+
+/* §2.1 blocked (n a multiple of 64, stride 1: attention scores, the
+ * LayerNorm variance) with a lane per block: four blocks at a time, the
+ * products of four consecutive terms of each block are transposed so that
+ * lane b adds block b's terms in k order from +0.0; the four vectors of
+ * block sums then run the halving tree (s[i] + s[i+8] is vector 0 + 2 and
+ * 1 + 3, s[i] + s[i+4] vector 0 + 1, then lanes 0,1 + 2,3 and 0 + 1). */
+float ls_dot32(const float* x, const float* w, int n, int stride) {
+  if (stride != 1 || n <= 0 || n % 64 != 0) {
+    return ls_dot32_scalar(x, w, n, stride);
+  }
+  const int len = n / 16;
+  v128_t s[4];
+  for (int g = 0; g < 4; ++g) {
+    v128_t acc = wasm_f32x4_splat(0.0f);
+    const float* x0 = x + (long)(4 * g) * len;
+    const float* w0 = w + (long)(4 * g) * len;
+    for (int i = 0; i < len; i += 4) {
+      v128_t p[4], t[4];
+      for (int b = 0; b < 4; ++b) {
+        p[b] = wasm_f32x4_mul(wasm_v128_load(x0 + (long)b * len + i),
+                              wasm_v128_load(w0 + (long)b * len + i));
+      }
+      lsw_transpose4v(p, t);
+      acc = wasm_f32x4_add(acc, t[0]);
+      acc = wasm_f32x4_add(acc, t[1]);
+      acc = wasm_f32x4_add(acc, t[2]);
+      acc = wasm_f32x4_add(acc, t[3]);
+    }
+    s[g] = acc;
+  }
+  const v128_t h8a = wasm_f32x4_add(s[0], s[2]);
+  const v128_t h8b = wasm_f32x4_add(s[1], s[3]);
+  const v128_t h4 = wasm_f32x4_add(h8a, h8b);
+  const v128_t h2 = wasm_f32x4_add(h4, wasm_i32x4_shuffle(h4, h4, 2, 3, 2, 3));
+  return wasm_f32x4_extract_lane(h2, 0) + wasm_f32x4_extract_lane(h2, 1);
 }
 
 /* §2.1 for eight rows at once (lane = row, two vectors): each lane adds

@@ -2,7 +2,7 @@
 // backend, timed the way the Node.js half times the WebAssembly module
 // (cached steps after a prompt, per-token milliseconds), so the two can be
 // compared as a ratio in one run.
-//   wasm_decode_bench --write-random-124m OUT.lockstep
+//   wasm_decode_bench --write-random-124m OUT.lockstep [--layers L]
 //   wasm_decode_bench --model M.lockstep --prompt P --steps N [--backend B]
 // prints one JSON object: {"backend", "ms_per_token": [...]} (one entry
 // per step).
@@ -21,7 +21,7 @@ namespace {
 
 int run(int argc, char** argv) {
   std::string model, write_random, backend = "cpu";
-  int prompt = 16, steps = 32;
+  int prompt = 16, steps = 32, layers = 12;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) throw lockstep::Error(a + " needs a value");
@@ -34,6 +34,8 @@ int run(int argc, char** argv) {
       prompt = std::stoi(v);
     } else if (a == "--steps") {
       steps = std::stoi(v);
+    } else if (a == "--layers") {
+      layers = std::stoi(v);
     } else if (a == "--backend") {
       backend = v;
     } else {
@@ -41,7 +43,8 @@ int run(int argc, char** argv) {
     }
   }
   if (!write_random.empty()) {
-    const ls_gpt2_config c = lockstep::kGpt2_124M;
+    ls_gpt2_config c = lockstep::kGpt2_124M;
+    c.n_layer = layers;  // fewer layers: the same per-layer work, faster
     const auto w = lockstep::seeded_gpt2_weights(c, 124);
     lockstep::write_gpt2_packed(write_random, c, w.data(), w.size(),
                                 {{"source", "seeded_gpt2_weights(124M, 124)"}});

@@ -100,14 +100,26 @@ WasmHost::WasmHost(const std::string& model_path, const WasmHostOptions& o) {
     throw Error(std::string("cannot start node: ") + std::strerror(rc));
   }
   // The hello frame: n_vocab, n_ctx, memory bytes, the module's digest.
-  int32_t status = 0;
-  uint32_t len = 0;
-  read_exactly(&status, 4);
-  read_exactly(&len, 4);
-  std::vector<uint8_t> hello(len);
-  read_exactly(hello.data(), len);
-  if (status != 0 || len != 12 + 64) {
-    throw Error("the WebAssembly host sent an unexpected greeting");
+  // A host that refused the module or the model has exited: reap it here,
+  // since the destructor does not run for a constructor that throws.
+  std::vector<uint8_t> hello;
+  try {
+    int32_t status = 0;
+    uint32_t len = 0;
+    read_exactly(&status, 4);
+    read_exactly(&len, 4);
+    if (len > 4096) len = 0;
+    hello.resize(len);
+    read_exactly(hello.data(), len);
+    if (status != 0 || len != 12 + 64) {
+      throw Error("the WebAssembly host sent an unexpected greeting");
+    }
+  } catch (...) {
+    close(to_host_);
+    close(from_host_);
+    int st = 0;
+    waitpid(pid_, &st, 0);
+    throw;
   }
   uint32_t v[3];
   std::memcpy(v, hello.data(), 12);
