@@ -72,6 +72,27 @@ process.exit(!grew && s.memory.buffer.byteLength === s.plan.total ? 0 : 1);
 " && ok "the memory is the plan's size and cannot grow" ||
   bad "the memory can grow or differs from the plan"
 
+# The SIMD module's vector exp (softmax) against ls_exp32, bit for bit: a
+# stride-61 sweep of all 2^32 patterns, every pattern within 20,000 ulps
+# of each range and scaling boundary, and every float in [-2, 0].
+node --input-type=module -e "
+import { loadModule, planAndInstantiate } from '$src/hosts/node/module.mjs';
+const { exports: x } = planAndInstantiate(loadModule('$wasm/lockstep.wasm'),
+                                          (e) => e.tiny_plan(4), 'exp');
+let bad = x.exp32_mismatches(0, 61, 70_000_000);
+const f = new Float32Array(1), u = new Uint32Array(f.buffer);
+const edges = [88.72283172607422, -103.97207641601562, 88.0, -87.0, -87.33654,
+               87.33654, 0, 1e-30, 0.34657359, 0.5, 1, 2];
+for (const b of edges) {
+  for (const s of [1, -1]) {
+    f[0] = b * s;
+    bad += x.exp32_mismatches((u[0] - 20000) >>> 0, 1, 40000);
+  }
+}
+f[0] = -0; const z = u[0]; f[0] = -2; bad += x.exp32_mismatches(z, 1, u[0] - z);
+process.exit(bad === 0 ? 0 : 1);
+" && ok "SIMD exp equals ls_exp32 on the sweep" || bad "SIMD exp differs from ls_exp32"
+
 # Tiny models: every output form, native vs --backend wasm vs the host CLI.
 for m in tiny4 tiny64 tiny128; do
   for a in "--logits" "" "--json" "--generate 80" \

@@ -30,6 +30,14 @@ extern unsigned char __heap_base;
 void lsw_forget_panels(void);
 int lsw_repack_panels(float* w, int n_in, int n_out, float* tmp);
 void lsw_set_head_panels(const float* m, float* panels, int n, int n_rows);
+int lsw_exp32_mismatches(uint32_t first, uint32_t step, uint32_t count);
+
+/* For the tests: the SIMD exp (softmax) against ls_exp32 on a sweep of bit
+ * patterns; the number of differences. */
+LSW_EXPORT("exp32_mismatches")
+int32_t lsw_exp32_sweep(uint32_t first, uint32_t step, uint32_t count) {
+  return lsw_exp32_mismatches(first, step, count);
+}
 #endif
 #define LSW_ALIGN 64u
 #define LSW_PAGE 65536u

@@ -17,12 +17,15 @@
 #define ls_dot32 ls_dot32_scalar
 #define ls_matvec32 ls_matvec32_scalar
 #define ls_rowdots32 ls_rowdots32_scalar
+#define ls_softmax32 ls_softmax32_scalar
 #include "ls_ops32.c"
 #undef ls_dot32
 #undef ls_matvec32
 #undef ls_rowdots32
+#undef ls_softmax32
 
 float ls_dot32(const float* x, const float* w, int n, int stride);
+void ls_softmax32(const float* s, int n, float* p);
 void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
                  int n_out, float* partial, float* y);
 void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y);
@@ -273,6 +276,97 @@ static void lsw_transpose4v(const v128_t* a, v128_t* t) {
   t[1] = wasm_i32x4_shuffle(lo01, lo23, 2, 3, 6, 7);
   t[2] = wasm_i32x4_shuffle(hi01, hi23, 0, 1, 4, 5);
   t[3] = wasm_i32x4_shuffle(hi01, hi23, 2, 3, 6, 7);
+}
+
+/* §3.1 ls_exp32 on four lanes: the same constants and operations in the
+ * same order (core/ls_arith.c), every case computed and the right one
+ * selected per lane (overflow, underflow, the two scaling cases). Tested
+ * against ls_exp32 bit for bit by the exp32_mismatches export. */
+static v128_t lsw_pow2(v128_t n) {
+  return wasm_i32x4_shl(wasm_i32x4_add(n, wasm_i32x4_splat(127)), 23);
+}
+
+static v128_t lsw_exp32(v128_t x) {
+  static const float c[8] = {0x1.000000p+0f,  0x1.000000p+0f, 0x1.000000p-1f,
+                             0x1.555556p-3f,  0x1.555556p-5f, 0x1.111112p-7f,
+                             0x1.6c16c2p-10f, 0x1.a01a02p-13f};
+  const v128_t rounder = wasm_f32x4_splat(0x1.8p23f);
+  const v128_t t = wasm_f32x4_mul(x, wasm_f32x4_splat(0x1.715476p+0f));
+  const v128_t nf = wasm_f32x4_sub(wasm_f32x4_add(t, rounder), rounder);
+  const v128_t r = wasm_f32x4_sub(
+      wasm_f32x4_sub(x, wasm_f32x4_mul(nf, wasm_f32x4_splat(0x1.62e400p-1f))),
+      wasm_f32x4_mul(nf, wasm_f32x4_splat(0x1.7f7d1cp-20f)));
+  v128_t p = wasm_f32x4_splat(c[7]);
+  for (int k = 6; k >= 0; --k) {
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(c[k]));
+  }
+  /* nf is an integer in binary32 here; out-of-range lanes are replaced. */
+  const v128_t n = wasm_i32x4_trunc_sat_f32x4(nf);
+  const v128_t normal = wasm_f32x4_mul(p, lsw_pow2(n));
+  const v128_t high = wasm_f32x4_mul(
+      wasm_f32x4_mul(p, lsw_pow2(wasm_i32x4_sub(n, wasm_i32x4_splat(1)))),
+      wasm_f32x4_splat(2.0f));
+  const v128_t low = wasm_f32x4_mul(
+      wasm_f32x4_mul(p, lsw_pow2(wasm_i32x4_add(n, wasm_i32x4_splat(25)))),
+      wasm_f32x4_splat(0x1p-25f));
+  v128_t y = wasm_v128_bitselect(high, normal,
+                                 wasm_i32x4_gt(n, wasm_i32x4_splat(127)));
+  y = wasm_v128_bitselect(low, y, wasm_i32x4_lt(n, wasm_i32x4_splat(-126)));
+  y = wasm_v128_bitselect(wasm_f32x4_splat(0.0f), y,
+                          wasm_f32x4_lt(x, wasm_f32x4_splat(-0x1.9fe368p+6f)));
+  y = wasm_v128_bitselect(wasm_f32x4_splat(__builtin_inff()), y,
+                          wasm_f32x4_gt(x, wasm_f32x4_splat(0x1.62e42ep+6f)));
+  return y;
+}
+
+/* §2.4: the maximum and the sum exactly as the core (sequential), the
+ * exponentials and the divisions four lanes at a time. */
+void ls_softmax32(const float* s, int n, float* p) {
+  float m = s[0];
+  for (int j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
+  const v128_t mv = wasm_f32x4_splat(m);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    wasm_v128_store(p + j,
+                    lsw_exp32(wasm_f32x4_sub(wasm_v128_load(s + j), mv)));
+  }
+  for (; j < n; ++j) p[j] = ls_exp32(s[j] - m);
+  float sum = 0.0f;
+  for (j = 0; j < n; ++j) sum = sum + p[j];
+  const v128_t sv = wasm_f32x4_splat(sum);
+  for (j = 0; j + 4 <= n; j += 4) {
+    wasm_v128_store(p + j, wasm_f32x4_div(wasm_v128_load(p + j), sv));
+  }
+  for (; j < n; ++j) p[j] = p[j] / sum;
+}
+
+/* For the tests: lsw_exp32 against ls_exp32 on `count` binary32 bit
+ * patterns from `first` in steps of `step` (non-finite ones skipped).
+ * Returns the number of differing results. */
+int lsw_exp32_mismatches(uint32_t first, uint32_t step, uint32_t count);
+int lsw_exp32_mismatches(uint32_t first, uint32_t step, uint32_t count) {
+  typedef union {
+    float f;
+    uint32_t u;
+  } bits;
+  int bad = 0;
+  uint32_t u = first;
+  for (uint32_t i = 0; i < count; i += 4) {
+    float in[4], out[4];
+    for (int l = 0; l < 4; ++l, u += step) {
+      bits b;
+      b.u = u;
+      in[l] = (b.u & 0x7f800000u) == 0x7f800000u ? 0.0f : b.f;
+    }
+    wasm_v128_store(out, lsw_exp32(wasm_v128_load(in)));
+    for (int l = 0; l < 4; ++l) {
+      bits a, b;
+      a.f = out[l];
+      b.f = ls_exp32(in[l]);
+      bad += a.u != b.u;
+    }
+  }
+  return bad;
 }
 
 /* §2.1 blocked (n a multiple of 64, stride 1: attention scores, the
