@@ -5,8 +5,8 @@
 // tokens and write the same logit bytes; serve is the binary protocol the
 // native `lockstep ... --backend wasm` drives (hosts/node/serve.mjs).
 // Plain ESM, no dependencies.
-import { renameSync, writeFileSync, unlinkSync, existsSync, statSync }
-  from 'node:fs';
+import { renameSync, writeFileSync, writeSync, unlinkSync, existsSync,
+  statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { HostError, hostDir, loadModule, defaultModulePath }
   from './module.mjs';
@@ -18,19 +18,19 @@ import { serve } from './serve.mjs';
 
 const TINY = ['tiny4', 'tiny64', 'tiny128'];
 
-function out(s) { writeAll(1, Buffer.isBuffer(s) ? s : Buffer.from(s)); }
-
-function writeAll(fd, buf) {
+// stdout written synchronously and completely (a pipe may take a write in
+// pieces or ask to retry), so output order matches the native CLI's.
+function out(s) {
+  const buf = Buffer.isBuffer(s) ? s : Buffer.from(s);
   let at = 0;
   while (at < buf.length) {
     try {
-      at += writeSyncFd(fd, buf.subarray(at));
+      at += writeSync(1, buf, at, buf.length - at);
     } catch (e) {
       if (e.code !== 'EAGAIN') throw e;
     }
   }
 }
-import { writeSync as writeSyncFd } from 'node:fs';
 
 const moduleOptions = {
   module: {},

@@ -16,6 +16,13 @@ const here = dirname(fileURLToPath(import.meta.url));
 // about 30 ms/token that way against 20 with TurboFan from the start. The
 // module is small, so compiling it all costs a few milliseconds.
 setFlagsFromString('--no-liftoff');
+
+// i64 parameters (the sampler's seed) pass as BigInt from Node 16 on; the
+// host is written and tested for Node 20 (Debian 12).
+if (Number(process.versions.node.split('.')[0]) < 16) {
+  throw new Error(`lockstep's WebAssembly host needs Node.js 16 or later ` +
+                  `(this is ${process.version})`);
+}
 const PAGE = 65536;
 
 export class HostError extends Error {}
