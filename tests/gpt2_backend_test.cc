@@ -272,7 +272,8 @@ TEST_P(Kernels, MatmulIsLsMatvec32PerPosition) {
   }
 }
 
-// The cached step's product over two repacked 64-column panels.
+// The cached step's product over two repacked 64-column panels, and over
+// one.
 TEST_P(Kernels, MatvecPairIsLsMatvec32) {
   std::mt19937_64 rng(14);
   for (int n_in : {16, 40, 768, 3072}) {
@@ -292,6 +293,12 @@ TEST_P(Kernels, MatvecPairIsLsMatvec32) {
       ls_matvec32(x.data(), w.data(), b, n_in, 128, partial.data(),
                   want.data());
       EXPECT_TRUE(BytesEqual(got, want)) << "n_in " << n_in;
+      // One panel alone (p1 = nullptr): the first 64 outputs, nothing
+      // written past them.
+      std::vector<float> one(128, NAN);
+      k().matvec_pair(x.data(), p0.data(), nullptr, b, n_in, one.data());
+      EXPECT_TRUE(BytesEqual(one.data(), want.data(), 64)) << "n_in " << n_in;
+      for (size_t j = 64; j < 128; ++j) EXPECT_TRUE(std::isnan(one[j])) << j;
     }
   }
 }
@@ -379,6 +386,7 @@ TEST_P(Backend, SmallConfigsBytesEqualToReference) {
       {257, 18, 64, 4, 3},  // D = 16, three layers
       {97, 70, 128, 2, 1},  // D = 64: the blocked head dot; 70 positions
       {131, 16, 24, 3, 1},  // D = 8
+      {250, 12, 48, 3, 1},  // head: 4 panels, the last 58 wide (even count)
   };
   uint64_t seed = 100;
   for (const auto& c : configs) {

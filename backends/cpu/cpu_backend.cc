@@ -397,30 +397,34 @@ class CpuBackend final : public Gpt2Backend {
     }
   }
 
-  // One position: units of two panels (two streams), but the last
-  // 2 * members panels one at a time, so that the members reach the
-  // barrier after the product together (a unit of two 768-deep panels is
-  // ~15 us of reading; half a unit lost per product and member was ~4% of
-  // a step). after(o0, width) runs on each unit's outputs once computed.
+  // One position: units of two panels (two streams), but with several
+  // members the last 2 * members panels one at a time, so that the
+  // members reach the barrier after the product together (a unit of two
+  // 768-deep panels is ~15 us of reading; half a unit lost per product and
+  // member was ~4% of a step). A single member takes pairs throughout. A
+  // last panel narrower than 64 columns goes through the general product.
+  // after(o0, width) runs on each unit's outputs once computed.
   template <class After>
   void matvec(std::atomic<int>& next, const float* x, const float* w,
               const float* bias, int n_in, int n_out, float* y, After after) {
-    const int np = int(panels(n_out));
-    const int singles = std::min(np, 2 * pool_.size());
-    const int pairs = (np - singles) / 2;
+    const int np = int(panels(n_out)), full = n_out / kPanel;
+    const int members = pool_.size();
+    const int reserve = members > 1 ? std::min(full, 2 * members) : full % 2;
+    const int pairs = (full - reserve) / 2;  // of full panels only
     const int units = pairs + (np - 2 * pairs);
     const size_t K = size_t(n_in);
     for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
-      const int o0 = u < pairs ? 2 * u * kPanel : (pairs + u) * kPanel;
-      int width;
-      if (u < pairs) {
-        k_.matvec_pair(x, w + size_t(o0) * K, w + size_t(o0 + kPanel) * K,
-                       bias ? bias + o0 : nullptr, n_in, y + o0);
-        width = 2 * kPanel;
+      const bool pair = u < pairs;
+      const int o0 = pair ? 2 * u * kPanel : (pairs + u) * kPanel;
+      const int width = pair ? 2 * kPanel : std::min(kPanel, n_out - o0);
+      const float* b = bias ? bias + o0 : nullptr;
+      if (width >= kPanel) {
+        k_.matvec_pair(x, w + size_t(o0) * K,
+                       pair ? w + size_t(o0 + kPanel) * K : nullptr, b, n_in,
+                       y + o0);
       } else {
-        width = std::min(kPanel, n_out - o0);
-        k_.matmul(x, 0, 1, w + size_t(o0) * K, bias ? bias + o0 : nullptr, n_in,
-                  width, 0, width, y + o0, 0);
+        k_.matmul(x, 0, 1, w + size_t(o0) * K, b, n_in, width, 0, width, y + o0,
+                  0);
       }
       after(o0, width);
     }

@@ -34,6 +34,7 @@ struct CpuKernels {
   // One position against two 64-column panels, each [n_in, 64] with
   // contiguous rows (the backend's repacked matrices): y[j] = dot(x,
   // p0[:, j]) (+ bias[j]) for j < 64, y[64 + j] from p1 (+ bias[64 + j]).
+  // p1 = nullptr: the first panel alone (64 outputs).
   void (*matvec_pair)(const float* x, const float* p0, const float* p1,
                       const float* bias, int n_in, float* y);
   // §3.3 in place on v[0..n).

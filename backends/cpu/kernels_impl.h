@@ -161,45 +161,47 @@ void matmul_range(const float* x, size_t xs, int n, const float* w,
 // GB/s plain, 37 GB/s with this touch-ahead (docs/benchmarks.md); decode
 // with one thread gained about 4%. Prefetches past the end of a panel are
 // harmless (no fault, no effect on results).
-template <class V, int NVH>
+template <class V, int NVH, int NPAN>
 void matvec_pair_tile(const float* x, const float* p0, const float* p1,
                       int nblk, int L, const float* bias, float* y) {
   using reg = typename V::reg;
-  constexpr int W = V::W, PW = NVH * W;
-  reg part[16][2 * NVH];
+  constexpr int W = V::W, PW = NVH * W, NA = NPAN * NVH;
+  reg part[16][NA];
   for (int b = 0; b < nblk; ++b) {
-    reg acc[2 * NVH];
+    reg acc[NA];
 #pragma GCC unroll 32
-    for (int v = 0; v < 2 * NVH; ++v) acc[v] = V::zero();
+    for (int v = 0; v < NA; ++v) acc[v] = V::zero();
     const size_t r0 = size_t(b) * size_t(L);
     const float* w0 = p0 + r0 * PW;
-    const float* w1 = p1 + r0 * PW;
+    const float* w1 = NPAN == 2 ? p1 + r0 * PW : w0;
     const float* xk = x + r0;
     for (int k = 0; k < L; ++k, w0 += PW, w1 += PW) {
       if ((k & 15) == 0) {  // every 4 KB of each stream (PW = 64)
         __builtin_prefetch(w0 + 32 * PW, 0, 2);
-        __builtin_prefetch(w1 + 32 * PW, 0, 2);
+        if constexpr (NPAN == 2) __builtin_prefetch(w1 + 32 * PW, 0, 2);
       }
       const reg xb = V::set1(xk[k]);
 #pragma GCC unroll 32
       for (int v = 0; v < NVH; ++v) {
         acc[v] = V::add(acc[v], V::mul(xb, V::load(w0 + v * W)));
-        acc[NVH + v] = V::add(acc[NVH + v], V::mul(xb, V::load(w1 + v * W)));
+        if constexpr (NPAN == 2) {
+          acc[NVH + v] = V::add(acc[NVH + v], V::mul(xb, V::load(w1 + v * W)));
+        }
       }
     }
 #pragma GCC unroll 32
-    for (int v = 0; v < 2 * NVH; ++v) part[b][v] = acc[v];
+    for (int v = 0; v < NA; ++v) part[b][v] = acc[v];
   }
   if (nblk == 16) {
     for (int h = 8; h >= 1; h /= 2) {
       for (int i = 0; i < h; ++i) {
-        for (int v = 0; v < 2 * NVH; ++v) {
+        for (int v = 0; v < NA; ++v) {
           part[i][v] = V::add(part[i][v], part[i + h][v]);
         }
       }
     }
   }
-  for (int v = 0; v < 2 * NVH; ++v) {
+  for (int v = 0; v < NA; ++v) {
     reg s = part[0][v];
     if (bias) s = V::add(s, V::load(bias + v * W));
     V::store(y + v * W, s);
@@ -212,11 +214,17 @@ void matvec_pair(const float* x, const float* p0, const float* p1,
   const int nblk = (n_in > 0 && n_in % 16 == 0) ? 16 : 1;
   const int L = n_in / nblk;
   if constexpr (64 / V::W <= 4) {
-    matvec_pair_tile<V, 64 / V::W>(x, p0, p1, nblk, L, bias, y);
+    if (p1) {
+      matvec_pair_tile<V, 64 / V::W, 2>(x, p0, p1, nblk, L, bias, y);
+    } else {
+      matvec_pair_tile<V, 64 / V::W, 1>(x, p0, nullptr, nblk, L, bias, y);
+    }
   } else {
     matmul_range<V, 8, 1>(x, 0, 1, p0, bias, n_in, 64, 0, 64, y, 0);
-    matmul_range<V, 8, 1>(x, 0, 1, p1, bias ? bias + 64 : nullptr, n_in, 64, 0,
-                          64, y + 64, 0);
+    if (p1) {
+      matmul_range<V, 8, 1>(x, 0, 1, p1, bias ? bias + 64 : nullptr, n_in, 64,
+                            0, 64, y + 64, 0);
+    }
   }
 }
 
