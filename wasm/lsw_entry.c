@@ -166,7 +166,18 @@ const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
   lsw_reset();
   ls_gpt2_config c = {n_vocab, n_ctx, n_embd, n_head, n_layer};
   if (!ls_gpt2_config_valid(&c)) {
-    g.plan.status = LS_ERR_CONFIG;
+    /* A config that is sound but whose weights alone pass 4 GiB (GPT-2
+     * 1.5B) gets its own message; the core only sees a size_t overflow. */
+    const uint64_t C = (uint64_t)(n_embd > 0 ? n_embd : 0);
+    const uint64_t words =
+        (uint64_t)(n_vocab > 0 ? n_vocab : 0) * C +
+        (uint64_t)(n_ctx > 0 ? n_ctx : 0) * C +
+        (uint64_t)(n_layer > 0 ? n_layer : 0) * (12 * C * C + 13 * C);
+    const int sound = n_vocab > 0 && n_ctx > 0 && n_embd > 0 && n_head > 0 &&
+                      n_layer > 0 && n_embd % n_head == 0;
+    g.plan.status = sound && words * 4 > (uint64_t)0xFFFF0000u
+                        ? LSW_ERR_TOO_LARGE
+                        : LS_ERR_CONFIG;
     return &g.plan;
   }
   g.kind = 2;
