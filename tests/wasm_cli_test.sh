@@ -132,6 +132,16 @@ for a in "" "--all-positions" "--full" "--all-positions --full"; do
     ok "gpt2 logits $a: same bytes" || bad "gpt2 logits $a"
 done
 
+# The scalar module (the core without SIMD) in Node.js gives the same bytes.
+"$bin" logits --model "$g" --tokens $ids -o "$tmp/n.f32" --all-positions 2>/dev/null
+node "$host" logits --module "$wasm/lockstep-scalar.wasm" --model "$g" \
+  --tokens $ids -o "$tmp/s.f32" --all-positions 2>/dev/null
+cmp -s "$tmp/n.f32" "$tmp/s.f32" && ok "gpt2 logits, scalar module: same bytes" ||
+  bad "gpt2 logits, scalar module"
+same "tiny128 generate, scalar module" \
+  "'$bin' generate --model tiny128 --tokens 75,73,78,71 --generate 40 --top-k 9 --seed 2" \
+  "node '$host' generate --module '$wasm/lockstep-scalar.wasm' --model tiny128 --tokens 75,73,78,71 --generate 40 --top-k 9 --seed 2"
+
 # Bad input: a message and a non-zero exit.
 cp "$wasm/lockstep.wasm" "$tmp/lockstep.wasm"
 cp "$wasm/lockstep.wasm.sha256" "$tmp/lockstep.wasm.sha256"

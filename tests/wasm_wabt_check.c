@@ -5,12 +5,18 @@
  * reads the module's own instructions, so this checks the module's bits
  * without V8.
  *
- *   wasm_wabt_check MODEL.lockstep ...   (exit 0: all equal) */
+ * With --gpt2 PACKED.lockstep (the Hugging Face fixture, packed), the
+ * same for GPT-2: the logits of every cached step, the KV cache and the
+ * full-prefix pass against core/ls_gpt2.c.
+ *
+ *   wasm_wabt_check TINY.lockstep ... [--gpt2 PACKED.lockstep]
+ *   (exit 0: all equal) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ls_gpt2.h"
 #include "ls_sampler.h"
 #include "ls_tiny.h"
 #include "lsw_scalar.h"
@@ -159,12 +165,141 @@ static int check_model(const char* path, uint64_t* rng) {
   return failures;
 }
 
+/* The first `n` bytes at a and b equal; else the first differing float. */
+static int same_floats(const char* what, const void* a, const void* b,
+                       size_t n) {
+  if (memcmp(a, b, n) == 0) return 1;
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t x, y;
+    memcpy(&x, (const char*)a + i, 4);
+    memcpy(&y, (const char*)b + i, 4);
+    if (x != y) {
+      fprintf(stderr,
+              "%s: first difference at element %zu: 0x%08x (wasm2c) vs "
+              "0x%08x (native)\n",
+              what, i / 4, x, y);
+      break;
+    }
+  }
+  return 0;
+}
+
+static int config_int(const char* header, const char* key) {
+  char pattern[32];
+  snprintf(pattern, sizeof pattern, "\"%s\":", key);
+  const char* at = strstr(header, pattern);
+  return at ? atoi(at + strlen(pattern)) : -1;
+}
+
+static int check_gpt2(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return fail("cannot open", path);
+  unsigned char pre[56];
+  uint32_t h = 0;
+  uint64_t p = 0;
+  if (fread(pre, 1, 56, f) != 56) return fail("truncated", path);
+  memcpy(&h, pre + 12, 4);
+  memcpy(&p, pre + 16, 8);
+  char* header = calloc(h + 1, 1);
+  float* w = malloc(p);
+  if (!header || !w || fread(header, 1, h, f) != h || fread(w, 1, p, f) != p) {
+    return fail("truncated", path);
+  }
+  fclose(f);
+  const ls_gpt2_config c = {
+      config_int(header, "n_vocab"), config_int(header, "n_ctx"),
+      config_int(header, "n_embd"), config_int(header, "n_head"),
+      config_int(header, "n_layer")};
+  free(header);
+  const size_t words = ls_gpt2_param_count(&c);
+  if (words == 0 || words * 4 != p) return fail("not a packed GPT-2", path);
+
+  struct Z_env_instance_t planner_env, env;
+  Z_lsw_instance_t planner, inst;
+  uint32_t plan[PLAN_WORDS];
+  wasm_rt_allocate_memory(&planner_env.memory, 16, 16);
+  Z_lsw_instantiate(&planner, &planner_env);
+  read_plan(&planner_env.memory,
+            Z_lswZ_gpt2_plan(&planner, (u32)c.n_vocab, (u32)c.n_ctx,
+                             (u32)c.n_embd, (u32)c.n_head, (u32)c.n_layer, 0),
+            plan);
+  Z_lsw_free(&planner);
+  wasm_rt_free_memory(&planner_env.memory);
+  if (plan[P_STATUS] != 0) return fail("the module refused the plan", path);
+  const uint32_t pages = plan[P_TOTAL] / 65536;
+  wasm_rt_allocate_memory(&env.memory, pages, pages);
+  Z_lsw_instantiate(&inst, &env);
+  read_plan(&env.memory,
+            Z_lswZ_gpt2_plan(&inst, (u32)c.n_vocab, (u32)c.n_ctx, (u32)c.n_embd,
+                             (u32)c.n_head, (u32)c.n_layer, 0),
+            plan);
+  memcpy(env.memory.data + plan[P_WEIGHTS], w, p);
+  if (Z_lswZ_gpt2_prepare(&inst) != 0) return fail("prepare failed", path);
+
+  /* The first case of the fixture (docs/gpt2-format.md "Test fixture"). */
+  static const int32_t tokens[] = {5962, 22307, 25, 198,  8421, 356,  5120,
+                                   597,  2252,  11, 3285, 502,  2740, 13};
+  const int n = (int)(sizeof tokens / sizeof tokens[0]);
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  const size_t cache_floats = ls_gpt2_cache_floats(&c);
+  const size_t scratch_floats = ls_gpt2_infer_scratch_floats(&c, n);
+  float* cache = calloc(cache_floats, 4);
+  float* scratch = malloc(scratch_floats * 4);
+  float* want = malloc((size_t)c.n_vocab * 4);
+  int failures = 0;
+  for (int t = 0; t < n && !failures; ++t) {
+    char what[64];
+    snprintf(what, sizeof what, "%s: cached step %d", path, t);
+    if (ls_gpt2_step(&c, w, words, cache, cache_floats, (size_t)t * row,
+                     tokens[t], t, scratch, scratch_floats, want) != LS_OK ||
+        Z_lswZ_cachedStep(&inst, (u32)tokens[t], (u32)t) != 0 ||
+        !same_floats(what, env.memory.data + plan[P_LOGITS], want,
+                     (size_t)c.n_vocab * 4)) {
+      ++failures;
+    }
+  }
+  if (!failures && !same_floats("KV cache", env.memory.data + plan[P_CACHE],
+                                cache, (size_t)n * row * 4)) {
+    ++failures;
+  }
+  memcpy(env.memory.data + plan[P_TOKENS], tokens, sizeof tokens);
+  if (!failures &&
+      (ls_gpt2_infer(&c, w, words, tokens, n, scratch, scratch_floats, want) !=
+           LS_OK ||
+       Z_lswZ_infer(&inst, (u32)n) != 0 ||
+       !same_floats("full prefix", env.memory.data + plan[P_LOGITS], want,
+                    (size_t)c.n_vocab * 4))) {
+    ++failures;
+  }
+  if (env.memory.pages != pages) {
+    fprintf(stderr, "%s: the memory grew\n", path);
+    ++failures;
+  }
+  Z_lsw_free(&inst);
+  wasm_rt_free_memory(&env.memory);
+  free(cache);
+  free(scratch);
+  free(want);
+  free(w);
+  if (!failures) {
+    printf("ok   %s: %d cached steps, the cache and the full prefix equal\n",
+           path, n);
+  }
+  return failures;
+}
+
 int main(int argc, char** argv) {
   wasm_rt_init();
   Z_lsw_init_module();
   uint64_t rng = 4;
   int failures = 0;
-  for (int i = 1; i < argc; ++i) failures += check_model(argv[i], &rng);
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--gpt2") == 0 && i + 1 < argc) {
+      failures += check_gpt2(argv[++i]);
+    } else {
+      failures += check_model(argv[i], &rng);
+    }
+  }
   wasm_rt_free();
   return failures ? 1 : 0;
 }
