@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "formats/gpt2_checkpoint.h"
-#include "hosts/native/random_gpt2.h"
 #include "hosts/native/wasm_host.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
@@ -215,11 +214,11 @@ TEST(WasmGpt2, BothHuggingFaceFixtureCasesMatchNative) {
   CompareGpt2(p.file.string(), w, contexts, /*every_full_prefix=*/true);
 }
 
-// Full-size GPT-2 124M with seeded random weights (hosts/native/
-// random_gpt2.h), written packed at test time.
+// Full-size GPT-2 124M with seeded random weights (random_gpt2_weights,
+// docs/gpt2-format.md "Random checkpoints"), written packed at test time.
 TEST(WasmGpt2, Random124MEightContextsMatchNative) {
   const ls_gpt2_config c = kGpt2_124M;
-  std::vector<float> weights = seeded_gpt2_weights(c, 124);
+  std::vector<float> weights = random_gpt2_weights(c, 124);
   const size_t words = weights.size();
   PackedGpt2 p;
   p.dir = fs::temp_directory_path() /

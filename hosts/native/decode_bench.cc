@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "formats/gpt2_checkpoint.h"
-#include "hosts/native/random_gpt2.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
 
@@ -45,9 +44,9 @@ int run(int argc, char** argv) {
   if (!write_random.empty()) {
     ls_gpt2_config c = lockstep::kGpt2_124M;
     c.n_layer = layers;  // fewer layers: the same per-layer work, faster
-    const auto w = lockstep::seeded_gpt2_weights(c, 124);
+    const auto w = lockstep::random_gpt2_weights(c, 124);
     lockstep::write_gpt2_packed(write_random, c, w.data(), w.size(),
-                                {{"source", "seeded_gpt2_weights(124M, 124)"}});
+                                {{"source", "random_gpt2_weights(seed 124)"}});
     return 0;
   }
   if (model.empty()) throw lockstep::Error("--model is required");
