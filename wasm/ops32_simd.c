@@ -1,19 +1,21 @@
-/* The SIMD module's binary32 matrix kernels: ls_matvec32 and ls_rowdots32
- * with wasm_simd128.h, replacing core/ls_ops32.c's loops of the same names
- * (the rest of that file is compiled unchanged, below). core/ls_gpt2.c
- * calls them by name, so the SIMD module runs the core's GPT-2 with these.
+/* The SIMD module's binary32 kernels, with wasm_simd128.h: ls_matvec32,
+ * ls_rowdots32, ls_dot32 and ls_softmax32 replace core/ls_ops32.c's
+ * functions of the same names (the rest of that file, LayerNorm, is
+ * compiled unchanged, below). core/ls_gpt2.c calls them by name, so the
+ * SIMD module runs the core's GPT-2 with these; the matrices are read from
+ * the panels gpt2_prepare builds (wasm/lsw_entry.c).
  *
  * The rule of docs/arithmetic.md §1.7: a lane holds one output and runs
  * that output's scalar sequence. Here lanes run across outputs (columns of
- * an input-major matrix, or rows of the tied head); the k order of every
- * sum, its +0.0 start, the §2.1 block split and halving tree and the bias
- * added last are the core's. There is no FMA in WebAssembly SIMD (relaxed
- * SIMD is not enabled), and every multiply and add is its own instruction.
- */
+ * an input-major matrix, rows of the tied head, §2.1 blocks of one dot,
+ * softmax elements); the k order of every sum, its +0.0 start, the §2.1
+ * block split and halving tree and the bias added last are the core's.
+ * There is no FMA in WebAssembly SIMD (relaxed SIMD is not enabled), and
+ * every multiply and add is its own instruction. */
 #include <wasm_simd128.h>
 
 /* The core's kernels under other names: the scalar fallbacks below, and
- * everything else of ls_ops32.c (dot, LayerNorm, softmax) as it is. */
+ * everything else of ls_ops32.c (LayerNorm) as it is. */
 #define ls_dot32 ls_dot32_scalar
 #define ls_matvec32 ls_matvec32_scalar
 #define ls_rowdots32 ls_rowdots32_scalar
