@@ -32,8 +32,14 @@ const native = a.native ?? resolve(hostDir, '..', '..', 'build', 'wasm',
                                    'wasm_decode_bench');
 
 const median = (v) => [...v].sort((x, y) => x - y)[v.length >> 1];
-const s = Session.open(a.model, { module: a.module, moduleSha:
-                                  a['module-sha256'], maxPrefix: 1 });
+let s;
+try {
+  s = Session.open(a.model, { module: a.module, moduleSha:
+                              a['module-sha256'], maxPrefix: 1 });
+} catch (e) {
+  process.stderr.write(`bench: ${e.message}\n`);
+  process.exit(1);
+}
 const V = s.nVocab;
 const tok = (i) => (1000 + 37 * i) % V;
 
