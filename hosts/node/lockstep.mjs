@@ -5,8 +5,8 @@
 // tokens and write the same logit bytes; serve is the binary protocol the
 // native `lockstep ... --backend wasm` drives (hosts/node/serve.mjs).
 // Plain ESM, no dependencies.
-import { renameSync, writeFileSync, writeSync, unlinkSync, existsSync,
-  statSync } from 'node:fs';
+import { renameSync, writeFileSync, unlinkSync, existsSync, statSync }
+  from 'node:fs';
 import { resolve } from 'node:path';
 import { HostError, hostDir, loadModule, defaultModulePath }
   from './module.mjs';
@@ -15,22 +15,11 @@ import { parseArgs, intOption, numberOption, parseTokenList } from './args.mjs';
 import { hexFloat, jsonNumber, showByte, showBytes } from './format.mjs';
 import { loadVocab } from './gpt2_vocab.mjs';
 import { serve } from './serve.mjs';
+import { writeStdout } from './stdout.mjs';
 
 const TINY = ['tiny4', 'tiny64', 'tiny128'];
 
-// stdout written synchronously and completely (a pipe may take a write in
-// pieces or ask to retry), so output order matches the native CLI's.
-function out(s) {
-  const buf = Buffer.isBuffer(s) ? s : Buffer.from(s);
-  let at = 0;
-  while (at < buf.length) {
-    try {
-      at += writeSync(1, buf, at, buf.length - at);
-    } catch (e) {
-      if (e.code !== 'EAGAIN') throw e;
-    }
-  }
-}
+const out = writeStdout;
 
 const moduleOptions = {
   module: {},

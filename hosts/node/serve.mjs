@@ -15,28 +15,18 @@
 // After opening the model it writes one frame: status 0 and, as payload,
 // uint32 n_vocab, uint32 n_ctx, uint32 memory bytes, then the module's
 // SHA-256 (64 hex characters).
-import { readSync, writeSync } from 'node:fs';
+import { readSync } from 'node:fs';
 import { HostError, loadModule, defaultModulePath } from './module.mjs';
 import { Session } from './session.mjs';
+import { writeStdout } from './stdout.mjs';
 import { parseArgs, intOption } from './args.mjs';
-
-function writeAll(buf) {
-  let at = 0;
-  while (at < buf.length) {
-    try {
-      at += writeSync(1, buf, at, buf.length - at);
-    } catch (e) {
-      if (e.code !== 'EAGAIN') throw e;
-    }
-  }
-}
 
 function frame(status, payload) {
   const head = Buffer.alloc(8);
   head.writeInt32LE(status, 0);
   head.writeUInt32LE(payload.length, 4);
-  writeAll(head);
-  if (payload.length) writeAll(payload);
+  writeStdout(head);
+  if (payload.length) writeStdout(payload);
 }
 
 function bytesOf(view) {
