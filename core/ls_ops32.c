@@ -46,7 +46,12 @@ void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
       for (int o = 0; o < n_out; ++o) acc[o] = acc[o] + xk * row[o];
     }
   }
-  for (int o = 0; o < n_out; ++o) {
+  ls_matvec32_finish(partial, b, blocks, n_out, 0, y);
+}
+
+void ls_matvec32_finish(const float* partial, const float* b, int blocks,
+                        int n_out, int o0, float* y) {
+  for (int o = o0; o < n_out; ++o) {
     float s;
     if (blocks == 16) {
       float t[16];

@@ -17,6 +17,13 @@ float ls_dot32(const float* x, const float* w, int n, int stride);
 void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
                  int n_out, float* partial, float* y);
 
+/* The last steps of ls_matvec32 for outputs [o0, n_out): output o's block
+ * sums partial[blk * n_out + o] combined by the §2.1 tree (blocks == 16;
+ * with blocks == 1, partial[o] is the sum), then the bias. For kernels
+ * that accumulate the partials their own way (the WebAssembly module). */
+void ls_matvec32_finish(const float* partial, const float* b, int blocks,
+                        int n_out, int o0, float* y);
+
 /* §2.1 over rows: y[r] = dot(x, M[r, :]) for a row-major M [n_rows, n] (the
  * tied GPT-2 output head, logits = h . wte^T). */
 void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y);

@@ -238,18 +238,7 @@ void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
     if (b) s = wasm_f32x4_add(s, wasm_v128_load(b + o));
     wasm_v128_store(y + o, s);
   }
-  for (; o < n_out; ++o) {
-    float s;
-    if (blocks == 16) {
-      float t[16];
-      for (int blk = 0; blk < 16; ++blk)
-        t[blk] = partial[(long)blk * n_out + o];
-      s = ls_tree16(t);
-    } else {
-      s = partial[o];
-    }
-    y[o] = b ? s + b[o] : s;
-  }
+  ls_matvec32_finish(partial, b, blocks, n_out, o, y);
 }
 
 /* Columns k..k+3 of four rows, transposed so that vector i holds element
