@@ -202,6 +202,18 @@ class CpuBackend final : public Gpt2Backend {
     return counters_[size_t(layer * kPerLayer + ph)];
   }
 
+  // The buffers both passes use: q|k|v, attention output, MLP hidden,
+  // projection output, and member m's score rows.
+  struct Shared {
+    float *qkv, *a, *f, *y, *score;
+  };
+  Shared shared(int m) {
+    float* buf = buf_.data();
+    return {buf + lay_.qkv, buf + lay_.a, buf + lay_.f, buf + lay_.y,
+            buf + lay_.score +
+                size_t(m) * round16(size_t(c_.n_head) * size_t(c_.n_ctx))};
+  }
+
   // The cached step. The short serial parts (embedding, residuals,
   // LayerNorm) are computed by every member into its own x and h, the same
   // operations on the same operands, so no barrier is needed around them.
@@ -212,12 +224,7 @@ class CpuBackend final : public Gpt2Backend {
     float* buf = buf_.data();
     float* x = buf + lay_.xm + size_t(m) * lay_stride_c();
     float* h = buf + lay_.hm + size_t(m) * lay_stride_c();
-    float* QKV = buf + lay_.qkv;
-    float* A = buf + lay_.a;
-    float* F = buf + lay_.f;
-    float* Y = buf + lay_.y;
-    float* score = buf + lay_.score +
-                   size_t(m) * round16(size_t(c.n_head) * size_t(c.n_ctx));
+    auto [QKV, A, F, Y, score] = shared(m);
     const size_t row = ls_gpt2_cache_row_floats(&c);
     const float scale = __builtin_sqrtf(float(D));
 
@@ -267,15 +274,9 @@ class CpuBackend final : public Gpt2Backend {
     const ls_gpt2_config& c = c_;
     const int C = c.n_embd, n = p.n, D = C / c.n_head;
     const size_t Cs = size_t(C);
-    float* buf = buf_.data();
-    float* X = buf + lay_.x;
-    float* Hn = buf + lay_.h;
-    float* QKV = buf + lay_.qkv;
-    float* A = buf + lay_.a;
-    float* F = buf + lay_.f;
-    float* Y = buf + lay_.y;
-    float* score = buf + lay_.score +
-                   size_t(m) * round16(size_t(c.n_head) * size_t(c.n_ctx));
+    float* X = buf_.data() + lay_.x;
+    float* Hn = buf_.data() + lay_.h;
+    auto [QKV, A, F, Y, score] = shared(m);
     const Range pos = share(n, m, M);
     const float scale = __builtin_sqrtf(float(D));
 
@@ -323,8 +324,8 @@ class CpuBackend final : public Gpt2Backend {
     }
     // The last position's second residual and ln_f, into this member's h
     // (every member, as in the step, so the head needs no barrier).
-    float* h = buf + lay_.hm + size_t(m) * lay_stride_c();
-    float* x = buf + lay_.xm + size_t(m) * lay_stride_c();
+    float* h = buf_.data() + lay_.hm + size_t(m) * lay_stride_c();
+    float* x = buf_.data() + lay_.xm + size_t(m) * lay_stride_c();
     std::copy(X + size_t(n - 1) * Cs, X + size_t(n) * Cs, x);
     residual(x, Y + size_t(n - 1) * Cs, C);
     const size_t lnf = ls_gpt2_lnf_offset(&c);
