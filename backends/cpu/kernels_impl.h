@@ -294,6 +294,39 @@ inline void prefetch_span(const float* p, size_t floats) {
     __builtin_prefetch(c + b, 0, 3);
   }
 }
+// §2.5 for HC consecutive heads of width 64 (VPH vectors each) with the
+// HC * VPH accumulators in registers across all n positions: out[e] =
+// +0.0, then out[e] + p_h[j] * v_j[e] for j in order, as the loop below
+// it in attend, without a load and a store of every output per position.
+// s: head h's probabilities at s + h * sn; values: the first head's
+// values of position 0; out: the first head's outputs.
+template <class V, int VPH, int HC>
+void wsum_chunk(const float* s, size_t sn, const float* values, size_t stride,
+                int n, float* out) {
+  using reg = typename V::reg;
+  constexpr int W = V::W, NA = HC * VPH;
+  reg acc[NA];
+#pragma GCC unroll 16
+  for (int i = 0; i < NA; ++i) acc[i] = V::zero();
+  for (int j = 0; j < n; ++j) {
+    const float* vj = values + size_t(j) * stride;
+    if (j + kAttendAhead < n) {
+      prefetch_span(vj + size_t(kAttendAhead) * stride, size_t(64 * HC));
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < HC; ++h) {
+      const reg pv = V::set1(s[size_t(h) * sn + size_t(j)]);
+#pragma GCC unroll 16
+      for (int v = 0; v < VPH; ++v) {
+        acc[h * VPH + v] = V::add(acc[h * VPH + v],
+                                  V::mul(pv, V::load(vj + (h * VPH + v) * W)));
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < NA; ++i) V::store(out + i * W, acc[i]);
+}
+
 template <class V>
 void attend(const float* q, const float* keys, const float* values,
             size_t stride, int D, int heads, int n, float scale, float* s,
@@ -335,6 +368,26 @@ void attend(const float* q, const float* keys, const float* values,
   for (int h = 0; h < heads; ++h) softmax<V>(s + size_t(h) * sn, n);
   // §2.5: element e = h*D + d accumulates p_h[j] * v_j[e] for j in order.
   const int E = heads * D;
+  if constexpr (64 % W == 0 && 64 / W <= 16) {
+    if (D == 64) {
+      constexpr int kVph = 64 / W, kChunk = 16 / kVph;
+      for (int h0 = 0; h0 < heads; h0 += kChunk) {
+        const int hc = heads - h0 < kChunk ? heads - h0 : kChunk;
+        const float* sh = s + size_t(h0) * sn;
+        const float* vh = values + size_t(h0) * 64;
+        float* oh = out + size_t(h0) * 64;
+        if (hc == 1) wsum_chunk<V, kVph, 1>(sh, sn, vh, stride, n, oh);
+        if constexpr (kChunk >= 2) {
+          if (hc == 2) wsum_chunk<V, kVph, 2>(sh, sn, vh, stride, n, oh);
+        }
+        if constexpr (kChunk >= 4) {
+          if (hc == 3) wsum_chunk<V, kVph, 3>(sh, sn, vh, stride, n, oh);
+          if (hc == 4) wsum_chunk<V, kVph, 4>(sh, sn, vh, stride, n, oh);
+        }
+      }
+      return;
+    }
+  }
   for (int e = 0; e < E; ++e) out[e] = 0.0f;
   for (int j = 0; j < n; ++j) {
     const float* vj = values + size_t(j) * stride;
