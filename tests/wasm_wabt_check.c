@@ -44,6 +44,18 @@ enum {
   P_TOKENS
 };
 
+/* The end of a check: the memory must still have the pages it was created
+ * with (nothing grows during a session); then the instance and its memory
+ * are released. Returns 1 if the memory grew, else 0. */
+static int release(Z_lsw_instance_t* inst, struct Z_env_instance_t* env,
+                   uint32_t pages, const char* path) {
+  const int grew = env->memory.pages != pages;
+  if (grew) fprintf(stderr, "%s: the memory grew\n", path);
+  Z_lsw_free(inst);
+  wasm_rt_free_memory(&env->memory);
+  return grew;
+}
+
 static int fail(const char* what, const char* path) {
   fprintf(stderr, "wasm_wabt_check: %s: %s\n", path, what);
   return 1;
@@ -152,12 +164,7 @@ static int check_model(const char* path, uint64_t* rng) {
     fprintf(stderr, "%s: a bad token was not LS_ERR_TOKEN\n", path);
     ++failures;
   }
-  if (env.memory.pages != pages) {
-    fprintf(stderr, "%s: the memory grew\n", path);
-    ++failures;
-  }
-  Z_lsw_free(&inst);
-  wasm_rt_free_memory(&env.memory);
+  failures += release(&inst, &env, pages, path);
   free(scratch);
   free(tokens);
   free(weights);
@@ -271,12 +278,7 @@ static int check_gpt2(const char* path) {
                     (size_t)c.n_vocab * 4))) {
     ++failures;
   }
-  if (env.memory.pages != pages) {
-    fprintf(stderr, "%s: the memory grew\n", path);
-    ++failures;
-  }
-  Z_lsw_free(&inst);
-  wasm_rt_free_memory(&env.memory);
+  failures += release(&inst, &env, pages, path);
   free(cache);
   free(scratch);
   free(want);
