@@ -8,11 +8,9 @@
 
 namespace lockstep {
 
-std::unique_ptr<Gpt2Backend> make_gpt2_backend(const std::string& name,
-                                               const ls_gpt2_config& c,
-                                               const float* weights,
-                                               size_t words, int threads,
-                                               int max_prefix) {
+std::unique_ptr<Gpt2Backend> make_gpt2_backend(
+    const std::string& name, const ls_gpt2_config& c, const float* weights,
+    size_t words, int threads, int max_prefix, ls_gpt2_layout layout) {
   if (!ls_gpt2_config_valid(&c)) {
     throw Error("GPT-2 backend: invalid config");
   }
@@ -21,12 +19,17 @@ std::unique_ptr<Gpt2Backend> make_gpt2_backend(const std::string& name,
                 " weights, the config needs " +
                 std::to_string(ls_gpt2_param_count(&c)));
   }
+  if (layout != LS_GPT2_LAYOUT_PLAIN && layout != LS_GPT2_LAYOUT_PANEL64) {
+    throw Error("GPT-2 backend: unknown weight layout " +
+                std::to_string(int(layout)));
+  }
   if (name == "reference") {
     if (threads != 1) {
       throw Error("GPT-2 backend: the reference runs on 1 thread, not " +
                   std::to_string(threads));
     }
-    return backends::make_reference_backend(c, weights, words, max_prefix);
+    return backends::make_reference_backend(c, weights, words, max_prefix,
+                                            layout);
   }
   std::string isa;
   if (name == "cpu") {
@@ -41,8 +44,8 @@ std::unique_ptr<Gpt2Backend> make_gpt2_backend(const std::string& name,
     throw Error("GPT-2 backend: unknown ISA '" + isa +
                 "' (avx512, avx2, generic)");
   }
-  return backends::make_cpu_backend(c, weights, words, isa, threads,
-                                    max_prefix);
+  return backends::make_cpu_backend(c, weights, words, isa, threads, max_prefix,
+                                    layout);
 }
 
 namespace backends {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ls_gpt2.h"
+#include "ls_gpt2_layout.h"
 #include "ls_status.h"
 
 namespace lockstep {
@@ -32,21 +33,31 @@ class Gpt2Backend {
   virtual ls_status step(float* cache, size_t cache_capacity, size_t cache_len,
                          int32_t token, int32_t position, float* logits) = 0;
   virtual ls_status infer(const int32_t* tokens, int n, float* logits) = 0;
+  // Same contract and status codes as ls_gpt2_prefill: tokens[0..n) at
+  // positions position .. position+n-1 appended to the cache after its
+  // cache_len floats; the last position's logits, or every position's
+  // (n * n_vocab) with all_positions. More than max_prefix tokens returns
+  // LS_ERR_SCRATCH (callers chunk: chunked prefill gives the same bits).
+  virtual ls_status prefill(float* cache, size_t cache_capacity,
+                            size_t cache_len, const int32_t* tokens, int n,
+                            int32_t position, bool all_positions,
+                            float* logits) = 0;
 };
 
 // name: "reference" (wraps core/ls_gpt2.c), "cpu" (the fast path on the
 // best ISA, or $LOCKSTEP_ISA = avx512 | avx2 | generic when set),
 // "cpu-avx512", "cpu-avx2", "cpu-generic". threads: 1 or 2 (cpu only; the
 // reference takes 1). max_prefix: the longest infer() (<= 0: n_ctx).
-// `weights` (`words` floats, packed as core/ls_gpt2.h, checked finite by
-// the loader) must outlive the backend. Throws lockstep::Error for an
-// unknown name, an ISA this CPU cannot run, a bad thread count, an invalid
-// config or a wrong word count.
-std::unique_ptr<Gpt2Backend> make_gpt2_backend(const std::string& name,
-                                               const ls_gpt2_config& c,
-                                               const float* weights,
-                                               size_t words, int threads,
-                                               int max_prefix);
+// `weights` (`words` floats, packed as core/ls_gpt2.h in `layout`
+// (core/ls_gpt2_layout.h), checked finite by the loader) must outlive the
+// backend. A backend whose own layout is `layout` reads the weights in
+// place; any other makes its own permuted copy at creation. Throws
+// lockstep::Error for an unknown name, an ISA this CPU cannot run, a bad thread
+// count, an invalid config or a wrong word count.
+std::unique_ptr<Gpt2Backend> make_gpt2_backend(
+    const std::string& name, const ls_gpt2_config& c, const float* weights,
+    size_t words, int threads, int max_prefix,
+    ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN);
 
 namespace backends {
 // The backends this machine can create: "reference", then "cpu-<isa>" for

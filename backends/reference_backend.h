@@ -1,5 +1,6 @@
 // The "reference" backend: core/ls_gpt2.c's ls_gpt2_step / ls_gpt2_infer
-// with scratch owned by the backend.
+// with scratch owned by the backend. PANEL64 weights are copied back to
+// the plain layout at creation (the reference reads plain matrices).
 #ifndef LOCKSTEP_BACKENDS_REFERENCE_BACKEND_H_
 #define LOCKSTEP_BACKENDS_REFERENCE_BACKEND_H_
 
@@ -12,7 +13,8 @@ namespace lockstep::backends {
 std::unique_ptr<Gpt2Backend> make_reference_backend(const ls_gpt2_config& c,
                                                     const float* weights,
                                                     size_t words,
-                                                    int max_prefix);
+                                                    int max_prefix,
+                                                    ls_gpt2_layout layout);
 
 }  // namespace lockstep::backends
 

@@ -228,6 +228,56 @@ ls_status ls_gpt2_step(const ls_gpt2_config* c, const float* w, size_t n_w,
   return ls_logits(c, w, x, &k, logits);
 }
 
+/* The layer-major pass over n positions first .. first+n-1, shared by the
+ * full-prefix pass and the prefill. With a cache, each layer's keys and
+ * values are appended to rows first .. first+n-1 and position first+t
+ * attends to rows 0 .. first+t; without one (the full pass, first = 0),
+ * attention reads this layer's q|k|v of the n positions. Logits: the last
+ * position's, or every position's when all_positions. */
+static ls_status ls_layer_pass(const ls_gpt2_config* c, const float* w,
+                               float* cache, const int32_t* tokens, int n,
+                               int32_t first, int all_positions, float* scratch,
+                               float* logits) {
+  const size_t C = (size_t)c->n_embd;
+  const size_t row = ls_gpt2_cache_row_floats(c);
+  float* xs = scratch;              /* [n][C] residual stream */
+  float* qkvs = xs + (size_t)n * C; /* [n][3C] this layer's q | k | v */
+  ls_work k = ls_carve(c, qkvs + (size_t)n * 3 * C);
+  for (int t = 0; t < n; ++t) {
+    ls_embed(c, w, tokens[t], first + t, xs + (size_t)t * C);
+  }
+  for (int l = 0; l < c->n_layer; ++l) {
+    const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
+    for (int t = 0; t < n; ++t) {
+      float* qkv = qkvs + (size_t)t * 3 * C;
+      ls_attn_inputs(c, w, &b, xs + (size_t)t * C, qkv, &k);
+      if (cache) {
+        float* kv = cache + (size_t)(first + t) * row + (size_t)l * 2 * C;
+        for (size_t i = 0; i < 2 * C; ++i) kv[i] = qkv[C + i];
+      }
+    }
+    for (int t = 0; t < n; ++t) {
+      const float* q = qkvs + (size_t)t * 3 * C;
+      if (cache) {
+        const float* keys = cache + (size_t)l * 2 * C;
+        ls_attend(c, q, keys, keys + C, row, first + t, &k);
+      } else {
+        ls_attend(c, q, qkvs + C, qkvs + 2 * C, 3 * C, t, &k);
+      }
+      ls_block_tail(c, w, &b, xs + (size_t)t * C, &k);
+    }
+  }
+  if (!all_positions) {
+    return ls_logits(c, w, xs + (size_t)(n - 1) * C, &k, logits);
+  }
+  for (int t = 0; t < n; ++t) {
+    const ls_status s = ls_logits(c, w, xs + (size_t)t * C, &k,
+                                  logits + (size_t)t * (size_t)c->n_vocab);
+    if (s != LS_OK) return s;
+  }
+  return LS_OK;
+}
+
 ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
                         const int32_t* tokens, int n, float* scratch,
                         size_t n_scratch, float* logits) {
@@ -240,23 +290,31 @@ ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
     if (tokens[t] < 0 || tokens[t] >= c->n_vocab) return LS_ERR_TOKEN;
   }
   if (n_scratch < ls_gpt2_infer_scratch_floats(c, n)) return LS_ERR_SCRATCH;
+  return ls_layer_pass(c, w, 0, tokens, n, 0, 0, scratch, logits);
+}
 
-  const size_t C = (size_t)c->n_embd;
-  float* xs = scratch;              /* [n][C] residual stream */
-  float* qkvs = xs + (size_t)n * C; /* [n][3C] this layer's q | k | v */
-  ls_work k = ls_carve(c, qkvs + (size_t)n * 3 * C);
-  for (int t = 0; t < n; ++t) ls_embed(c, w, tokens[t], t, xs + (size_t)t * C);
-  for (int l = 0; l < c->n_layer; ++l) {
-    const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
-    for (int t = 0; t < n; ++t) {
-      ls_attn_inputs(c, w, &b, xs + (size_t)t * C, qkvs + (size_t)t * 3 * C,
-                     &k);
-    }
-    for (int t = 0; t < n; ++t) {
-      ls_attend(c, qkvs + (size_t)t * 3 * C, qkvs + C, qkvs + 2 * C, 3 * C, t,
-                &k);
-      ls_block_tail(c, w, &b, xs + (size_t)t * C, &k);
-    }
+ls_status ls_gpt2_prefill(const ls_gpt2_config* c, const float* w, size_t n_w,
+                          float* cache, size_t cache_capacity, size_t cache_len,
+                          const int32_t* tokens, int n, int32_t position,
+                          int all_positions, float* scratch, size_t n_scratch,
+                          float* logits) {
+  if (!ls_gpt2_config_valid(c)) return LS_ERR_CONFIG;
+  if (!w || !cache || !scratch || !logits || (n > 0 && !tokens)) {
+    return LS_ERR_NULL;
   }
-  return ls_logits(c, w, xs + (size_t)(n - 1) * C, &k, logits);
+  if (n_w != ls_gpt2_param_count(c)) return LS_ERR_WEIGHT_COUNT;
+  if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
+  if (position < 0 || position >= c->n_ctx) return LS_ERR_POSITION;
+  if (n > c->n_ctx - position) return LS_ERR_SEQUENCE_TOO_LONG;
+  for (int t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= c->n_vocab) return LS_ERR_TOKEN;
+  }
+  const size_t row = ls_gpt2_cache_row_floats(c);
+  if (cache_len != (size_t)position * row ||
+      cache_capacity < cache_len + (size_t)n * row) {
+    return LS_ERR_CACHE_LENGTH;
+  }
+  if (n_scratch < ls_gpt2_infer_scratch_floats(c, n)) return LS_ERR_SCRATCH;
+  return ls_layer_pass(c, w, cache, tokens, n, position, all_positions, scratch,
+                       logits);
 }

@@ -71,6 +71,24 @@ ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
                         const int32_t* tokens, int n, float* scratch,
                         size_t n_scratch, float* logits);
 
+/* Batched prefill: tokens[0..n) at positions position .. position+n-1,
+ * 1 <= n, position + n <= n_ctx. The cache holds the rows of positions
+ * 0 .. position-1 (cache_len = position * row floats, as for the step);
+ * the n new rows are appended after them (earlier rows are never
+ * written). Computes layer by layer over the n positions (the schedule of
+ * the full-prefix pass), each position attending to every cache row up to
+ * its own: the same operations on the same operands as n cached steps, so
+ * the same logits and cache words, bit for bit, whether the prompt comes
+ * in one call, in chunks, or one token at a time. Writes the last
+ * position's n_vocab logits, or with all_positions != 0 every position's
+ * (n * n_vocab floats, position position+i's at i * n_vocab). Scratch:
+ * ls_gpt2_infer_scratch_floats(c, n). */
+ls_status ls_gpt2_prefill(const ls_gpt2_config* c, const float* w, size_t n_w,
+                          float* cache, size_t cache_capacity, size_t cache_len,
+                          const int32_t* tokens, int n, int32_t position,
+                          int all_positions, float* scratch, size_t n_scratch,
+                          float* logits);
+
 /* 1 when every weight is finite. */
 int ls_gpt2_weights_finite(const float* w, size_t n_w);
 

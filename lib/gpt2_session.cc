@@ -36,9 +36,9 @@ Gpt2Session::Gpt2Session(const Gpt2View& view, const Gpt2SessionOptions& o)
                 std::to_string(ls_gpt2_param_count(&c)));
   }
   max_prefix_ = o.max_prefix > 0 ? std::min(o.max_prefix, c.n_ctx) : c.n_ctx;
-  backend_ =
-      make_gpt2_backend(o.backend, c, view.weights, view.words,
-                        o.backend == "reference" ? 1 : o.threads, max_prefix_);
+  backend_ = make_gpt2_backend(o.backend, c, view.weights, view.words,
+                               o.backend == "reference" ? 1 : o.threads,
+                               max_prefix_, view.layout);
   memory_ = gpt2_memory_plan(c, max_prefix_);
   memory_.scratch = backend_->extra_memory_bytes();
   cache_ = HugeFloats(memory_.cache / sizeof(float));
@@ -76,6 +76,42 @@ std::span<const float> Gpt2Session::infer(std::span<const int32_t> tokens) {
                         logits_.data()),
         "GPT-2 infer over " + std::to_string(tokens.size()) + " tokens");
   return logits_;
+}
+
+std::span<const float> Gpt2Session::prefill(std::span<const int32_t> tokens,
+                                            bool all_positions) {
+  const ls_gpt2_config& c = view_.config;
+  if (tokens.empty()) throw Error("GPT-2 prefill: no tokens");
+  if (tokens.size() > size_t(c.n_ctx - position_)) {
+    throw Error("GPT-2 prefill: " + std::to_string(tokens.size()) +
+                " tokens at position " + std::to_string(position_) +
+                " do not fit the context of " + std::to_string(c.n_ctx));
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.n_vocab) {
+      throw Error("GPT-2 prefill: token " + std::to_string(tokens[i]) +
+                  " at index " + std::to_string(i) +
+                  " is outside the vocabulary (0 .. " +
+                  std::to_string(c.n_vocab - 1) + ")");
+    }
+  }
+  const size_t V = size_t(c.n_vocab), row = ls_gpt2_cache_row_floats(&c);
+  if (all_positions) all_logits_.resize(tokens.size() * V);
+  for (size_t done = 0; done < tokens.size();) {
+    const int n = int(std::min(tokens.size() - done, size_t(max_prefix_)));
+    float* out = all_positions ? all_logits_.data() + done * V : logits_.data();
+    check(backend_->prefill(cache_.data(), cache_.size(),
+                            size_t(position_) * row, tokens.data() + done, n,
+                            position_, all_positions, out),
+          "GPT-2 prefill of " + std::to_string(n) + " tokens at position " +
+              std::to_string(position_));
+    position_ += n;
+    done += size_t(n);
+  }
+  if (!all_positions) return logits_;
+  // The last position's logits are also the session's current logits.
+  std::copy(all_logits_.end() - long(V), all_logits_.end(), logits_.begin());
+  return all_logits_;
 }
 
 std::span<const float> Gpt2Session::cache() const {

@@ -28,6 +28,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "lockstep/error.h"
 #include "lockstep/huge_floats.h"
+#include "ls_gpt2_layout.h"
 #include "ls_ops32.h"
 
 namespace lockstep::backends {
@@ -60,6 +61,7 @@ Range share(int n, int m, int members) {
 // a streaming read). The arithmetic is untouched: each output's k order is
 // the same.
 constexpr int kPanel = 64;
+static_assert(kPanel == LS_GPT2_PANEL, "the PANEL64 layout is read in place");
 
 size_t panels(int n) { return (size_t(n) + kPanel - 1) / kPanel; }
 
@@ -81,7 +83,10 @@ LayerPanels layer_panels(size_t C) {
 struct Layout {
   size_t x, h, qkv, a, f, y, xm, hm, score, blocks, head, total;
 };
-Layout layout(const ls_gpt2_config& c, int positions, int members) {
+// in_place: the weights are already PANEL64 (core/ls_gpt2_layout.h) and
+// are read where they are, so no repacked copy is allocated.
+Layout layout(const ls_gpt2_config& c, int positions, int members,
+              bool in_place) {
   const size_t C = size_t(c.n_embd), P = size_t(positions);
   const size_t M = size_t(members);
   // Each buffer starts on a 64-byte line.
@@ -97,8 +102,8 @@ Layout layout(const ls_gpt2_config& c, int positions, int members) {
   l.xm = o, o += M * round(C);
   l.hm = o, o += M * round(C);
   l.score = o, o += M * round(size_t(c.n_head) * size_t(c.n_ctx));
-  l.blocks = o, o += size_t(c.n_layer) * layer_floats(C);
-  l.head = o, o += size_t(c.n_vocab) * C;
+  l.blocks = o, o += in_place ? 0 : size_t(c.n_layer) * layer_floats(C);
+  l.head = o, o += in_place ? 0 : size_t(c.n_vocab) * C;
   l.total = o;
   return l;
 }
@@ -115,18 +120,19 @@ int positions_for(const ls_gpt2_config& c, int max_prefix) {
 class CpuBackend final : public Gpt2Backend {
  public:
   CpuBackend(const ls_gpt2_config& c, const float* w, const CpuKernels& k,
-             int threads, int max_prefix)
+             int threads, int max_prefix, bool in_place)
       : c_(c),
         w_(w),
         k_(k),
+        in_place_(in_place),
         pool_(threads),
         positions_(positions_for(c, max_prefix)),
-        lay_(layout(c, positions_, pool_.size())),
+        lay_(layout(c, positions_, pool_.size(), in_place)),
         counters_(new std::atomic<int>[size_t(kPerLayer * c.n_layer + 1)]),
         // On 2 MB pages: the repacked matrices (494 MB for 124M) are
         // streamed once per token.
         buf_(lay_.total) {
-    repack_all();
+    if (!in_place_) repack_all();
   }
 
   std::string name() const override {
@@ -145,7 +151,29 @@ class CpuBackend final : public Gpt2Backend {
         cache_capacity < cache_len + row) {
       return LS_ERR_CACHE_LENGTH;
     }
-    Pass p{&token, 1, position, cache, logits};
+    Pass p{&token, 1, position, cache, logits, false};
+    return run(p);
+  }
+
+  ls_status prefill(float* cache, size_t cache_capacity, size_t cache_len,
+                    const int32_t* tokens, int n, int32_t position,
+                    bool all_positions, float* logits) override {
+    // The checks and their order of ls_gpt2_prefill.
+    if (!cache || !logits || (n > 0 && !tokens)) return LS_ERR_NULL;
+    if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
+    if (position < 0 || position >= c_.n_ctx) return LS_ERR_POSITION;
+    if (n > c_.n_ctx - position) return LS_ERR_SEQUENCE_TOO_LONG;
+    for (int t = 0; t < n; ++t) {
+      if (tokens[t] < 0 || tokens[t] >= c_.n_vocab) return LS_ERR_TOKEN;
+    }
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    if (cache_len != size_t(position) * row ||
+        cache_capacity < cache_len + size_t(n) * row) {
+      return LS_ERR_CACHE_LENGTH;
+    }
+    if (n > positions_) return LS_ERR_SCRATCH;
+    // One position is the cached step (the same operations either way).
+    Pass p{tokens, n, position, cache, logits, n > 1 && all_positions};
     return run(p);
   }
 
@@ -158,7 +186,7 @@ class CpuBackend final : public Gpt2Backend {
       if (tokens[t] < 0 || tokens[t] >= c_.n_vocab) return LS_ERR_TOKEN;
     }
     if (n > positions_) return LS_ERR_SCRATCH;
-    Pass p{tokens, n, 0, nullptr, logits};
+    Pass p{tokens, n, 0, nullptr, logits, false};
     return run(p);
   }
 
@@ -168,14 +196,16 @@ class CpuBackend final : public Gpt2Backend {
   enum Phase { kAttnIn = 0, kAttend = 1, kProj = 2, kFc = 3, kOut = 4 };
 
   // One forward pass: n positions starting at `first`. With a cache (the
-  // step, n = 1) keys and values are appended to it and attention reads it;
-  // without one (the full pass) attention reads this pass's q|k|v.
+  // step, n = 1, and the prefill) keys and values are appended to it and
+  // attention reads it; without one (the full pass) attention reads this
+  // pass's q|k|v. all: logits for every position (n * n_vocab).
   struct Pass {
     const int32_t* tokens;
     int n;
     int first;
     float* cache;
     float* logits;
+    bool all;
     bool nonfinite[64] = {};
   };
 
@@ -184,12 +214,16 @@ class CpuBackend final : public Gpt2Backend {
       counters_[size_t(i)].store(0, std::memory_order_relaxed);
     }
     auto job = [this, &p](int m, int members) {
-      if (p.cache) {
+      if (p.cache && p.n == 1) {
         step_pass(p, m);
       } else {
         full_pass(p, m, members);
       }
-      head(p, m);
+      if (p.all) {
+        head_all(p, m, members);
+      } else {
+        head(p, m);
+      }
     };
     pool_.run(job);
     for (int m = 0; m < pool_.size(); ++m) {
@@ -268,8 +302,10 @@ class CpuBackend final : public Gpt2Backend {
     ls_layernorm32(x, w_ + lnf, w_ + lnf + Cs, C, h);
   }
 
-  // The full pass over n positions, layer by layer. LayerNorm and the
-  // residuals are split by positions (a barrier after each).
+  // The full pass over n positions, layer by layer (the full-prefix pass,
+  // and the prefill, which also appends keys and values to the cache and
+  // attends to it). LayerNorm and the residuals are split by positions (a
+  // barrier after each).
   void full_pass(Pass& p, int m, int M) {
     const ls_gpt2_config& c = c_;
     const int C = c.n_embd, n = p.n, D = C / c.n_head;
@@ -279,9 +315,10 @@ class CpuBackend final : public Gpt2Backend {
     auto [QKV, A, F, Y, score] = shared(m);
     const Range pos = share(n, m, M);
     const float scale = __builtin_sqrtf(float(D));
+    const size_t row = ls_gpt2_cache_row_floats(&c);
 
     for (int t = pos.begin; t < pos.end; ++t) {
-      embed(p.tokens[t], t, X + size_t(t) * Cs);
+      embed(p.tokens[t], p.first + t, X + size_t(t) * Cs);
     }
     for (int l = 0; l < c.n_layer; ++l) {
       const ls_gpt2_block b = ls_gpt2_block_offsets(&c, l);
@@ -298,10 +335,29 @@ class CpuBackend final : public Gpt2Backend {
       for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
         const int h0 = u * head_group(),
                   h1 = std::min(c.n_head, h0 + head_group());
-        const size_t o0 = size_t(h0) * size_t(D);
+        const size_t o0 = size_t(h0) * size_t(D), o1 = size_t(h1) * size_t(D);
+        if (!p.cache) {
+          for (int t = 0; t < n; ++t) {
+            k_.attend(QKV + size_t(t) * 3 * Cs + o0, QKV + Cs + o0,
+                      QKV + 2 * Cs + o0, 3 * Cs, D, h1 - h0, t + 1, scale,
+                      score, A + size_t(t) * Cs + o0);
+          }
+          continue;
+        }
+        // These heads' keys and values of the n positions into the cache,
+        // then each position attends to the rows up to its own.
+        float* keys = p.cache + size_t(l) * 2 * Cs;
         for (int t = 0; t < n; ++t) {
-          k_.attend(QKV + size_t(t) * 3 * Cs + o0, QKV + Cs + o0,
-                    QKV + 2 * Cs + o0, 3 * Cs, D, h1 - h0, t + 1, scale, score,
+          float* kv = keys + size_t(p.first + t) * row;
+          const float* src = QKV + size_t(t) * 3 * Cs;
+          for (size_t i = o0; i < o1; ++i) {
+            kv[i] = src[Cs + i];
+            kv[Cs + i] = src[2 * Cs + i];
+          }
+        }
+        for (int t = 0; t < n; ++t) {
+          k_.attend(QKV + size_t(t) * 3 * Cs + o0, keys + o0, keys + Cs + o0,
+                    row, D, h1 - h0, p.first + t + 1, scale, score,
                     A + size_t(t) * Cs + o0);
         }
       }
@@ -322,6 +378,17 @@ class CpuBackend final : public Gpt2Backend {
              Cs, false);
       pool_.barrier();
     }
+    if (p.all) {
+      // Every position's second residual and ln_f, into Hn (split by
+      // positions; head_all waits at a barrier).
+      const size_t lnf = ls_gpt2_lnf_offset(&c);
+      for (int t = pos.begin; t < pos.end; ++t) {
+        float* x = X + size_t(t) * Cs;
+        residual(x, Y + size_t(t) * Cs, C);
+        ls_layernorm32(x, w_ + lnf, w_ + lnf + Cs, C, Hn + size_t(t) * Cs);
+      }
+      return;
+    }
     // The last position's second residual and ln_f, into this member's h
     // (every member, as in the step, so the head needs no barrier).
     float* h = buf_.data() + lay_.hm + size_t(m) * lay_stride_c();
@@ -340,19 +407,47 @@ class CpuBackend final : public Gpt2Backend {
     std::atomic<int>& next = counters_[size_t(kPerLayer * c.n_layer)];
     float* logits = p.logits;
     bool& nonfinite = p.nonfinite[m];
-    matvec(next, h, buf_.data() + lay_.head, nullptr, c.n_embd, c.n_vocab,
-           logits, [&](int o0, int width) {
+    matvec(next, h, head_panels(), nullptr, c.n_embd, c.n_vocab, logits,
+           [&](int o0, int width) {
              for (int v = o0; v < o0 + width; ++v) {
                if (!(logits[v] - logits[v] == 0.0f)) nonfinite = true;
              }
            });
   }
 
-  // This layer's repacked matrices.
+  // Every position's logits (p.all): the head over the n rows of Hn, as a
+  // batch product, then the finiteness check of each unit's outputs.
+  void head_all(Pass& p, int m, int members) {
+    (void)members;
+    const ls_gpt2_config& c = c_;
+    pool_.barrier();
+    const size_t V = size_t(c.n_vocab);
+    std::atomic<int>& next = counters_[size_t(kPerLayer * c.n_layer)];
+    matmul(next, buf_.data() + lay_.h, size_t(c.n_embd), p.n, head_panels(),
+           nullptr, c.n_embd, c.n_vocab, p.logits, V, false);
+    pool_.barrier();
+    const Range r = share(p.n, m, pool_.size());
+    for (size_t i = size_t(r.begin) * V; i < size_t(r.end) * V; ++i) {
+      if (!(p.logits[i] - p.logits[i] == 0.0f)) p.nonfinite[m] = true;
+    }
+  }
+
+  // The output head's panels (wte^T): the weights themselves when they are
+  // PANEL64, else the repacked copy.
+  const float* head_panels() const {
+    return in_place_ ? w_ : buf_.data() + lay_.head;
+  }
+
+  // This layer's panelled matrices: in the PANEL64 weights at the plain
+  // offsets, or in the repacked copy.
   struct Mats {
     const float *attn, *proj, *fc, *out;
   };
   Mats mats(int l) const {
+    if (in_place_) {
+      const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
+      return {w_ + b.attn_w, w_ + b.proj_w, w_ + b.fc_w, w_ + b.out_w};
+    }
     const size_t C = size_t(c_.n_embd);
     const float* base = buf_.data() + lay_.blocks + size_t(l) * layer_floats(C);
     const LayerPanels o = layer_panels(C);
@@ -431,10 +526,15 @@ class CpuBackend final : public Gpt2Backend {
     }
   }
 
-  // §2.6 embeddings.
+  // §2.6 embeddings. PANEL64 weights hold wte as the head's panels: the
+  // row is gathered into x first, then added to in place.
   void embed(int32_t token, int pos, float* x) const {
     const size_t C = size_t(c_.n_embd);
     const float* te = w_ + size_t(token) * C;
+    if (in_place_) {
+      ls_gpt2_panel_embedding(&c_, w_, token, x);
+      te = x;
+    }
     const float* pe = w_ + ls_gpt2_wpe_offset(&c_) + size_t(pos) * C;
     for (size_t i = 0; i < C; ++i) x[i] = te[i] + pe[i];
   }
@@ -444,18 +544,11 @@ class CpuBackend final : public Gpt2Backend {
   }
 
   // The panels of W [K, N] (row stride ld, column stride cs: the head is
-  // wte^T, element (k, o) at wte[o*C + k]) into dst.
+  // wte^T, element (k, o) at wte[o*C + k]) into dst: the PANEL64 layout's
+  // permutation (core/ls_gpt2_layout.h).
   static void repack(const float* w, size_t K, size_t N, size_t ld, size_t cs,
                      float* dst) {
-    for (size_t c0 = 0; c0 < N; c0 += kPanel) {
-      const size_t pw = std::min<size_t>(kPanel, N - c0);
-      float* panel = dst + c0 * K;
-      for (size_t k = 0; k < K; ++k) {
-        for (size_t j = 0; j < pw; ++j) {
-          panel[k * pw + j] = w[k * ld + (c0 + j) * cs];
-        }
-      }
-    }
+    ls_panelize(w, K, N, ld, cs, dst);
   }
 
   void repack_all() {
@@ -486,6 +579,7 @@ class CpuBackend final : public Gpt2Backend {
   ls_gpt2_config c_;
   const float* w_;
   const CpuKernels& k_;
+  bool in_place_;  // w_ is PANEL64: matrices and head read in place
   cpu::ThreadPool pool_;
   int positions_;
   Layout lay_;
@@ -496,17 +590,20 @@ class CpuBackend final : public Gpt2Backend {
 }  // namespace
 
 size_t cpu_backend_memory_bytes(const ls_gpt2_config& c, const std::string& isa,
-                                int threads, int max_prefix) {
+                                int threads, int max_prefix,
+                                ls_gpt2_layout weights_layout) {
   const CpuKernels* k = cpu::kernels_for(isa);
   if (!k) throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
-  return allocation_bytes(layout(c, positions_for(c, max_prefix), threads));
+  return allocation_bytes(layout(c, positions_for(c, max_prefix), threads,
+                                 weights_layout == LS_GPT2_LAYOUT_PANEL64));
 }
 
 std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
                                               const float* weights,
                                               size_t words,
                                               const std::string& isa,
-                                              int threads, int max_prefix) {
+                                              int threads, int max_prefix,
+                                              ls_gpt2_layout weights_layout) {
   (void)words;  // checked by make_gpt2_backend
   const CpuKernels* k = cpu::kernels_for(isa);
   if (!k) throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
@@ -514,7 +611,8 @@ std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
     throw Error("GPT-2 backend: threads must be 1 .. 64, not " +
                 std::to_string(threads));
   }
-  return std::make_unique<CpuBackend>(c, weights, *k, threads, max_prefix);
+  return std::make_unique<CpuBackend>(c, weights, *k, threads, max_prefix,
+                                      weights_layout == LS_GPT2_LAYOUT_PANEL64);
 }
 
 }  // namespace lockstep::backends

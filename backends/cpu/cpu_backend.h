@@ -12,17 +12,19 @@
 
 namespace lockstep::backends {
 
-// isa: "avx512" | "avx2" | "generic" (must be supported: cpu/cpu_isa.h).
-std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
-                                              const float* weights,
-                                              size_t words,
-                                              const std::string& isa,
-                                              int threads, int max_prefix);
+// weights_layout PANEL64: the matrices and the head are read in place (no
+// repacked copy). isa: "avx512" | "avx2" | "generic" (must be supported:
+// cpu/cpu_isa.h).
+std::unique_ptr<Gpt2Backend> make_cpu_backend(
+    const ls_gpt2_config& c, const float* weights, size_t words,
+    const std::string& isa, int threads, int max_prefix,
+    ls_gpt2_layout weights_layout = LS_GPT2_LAYOUT_PLAIN);
 
 // Bytes the CPU backend allocates for a config (its extra_memory_bytes()),
 // computable before creating one.
-size_t cpu_backend_memory_bytes(const ls_gpt2_config& c, const std::string& isa,
-                                int threads, int max_prefix);
+size_t cpu_backend_memory_bytes(
+    const ls_gpt2_config& c, const std::string& isa, int threads,
+    int max_prefix, ls_gpt2_layout weights_layout = LS_GPT2_LAYOUT_PLAIN);
 
 }  // namespace lockstep::backends
 

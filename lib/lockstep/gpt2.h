@@ -13,15 +13,18 @@
 
 #include "lockstep/huge_floats.h"
 #include "ls_gpt2.h"
+#include "ls_gpt2_layout.h"
 
 namespace lockstep {
 
-// Packed weights in the order of core/ls_gpt2.h, checked finite by whoever
-// produced the view (the loaders do).
+// Packed weights in the order of core/ls_gpt2.h, in `layout`
+// (core/ls_gpt2_layout.h), checked finite by whoever produced the view (the
+// loaders do).
 struct Gpt2View {
   ls_gpt2_config config{};
   const float* weights = nullptr;
   size_t words = 0;
+  ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
 };
 
 // The config's memory plan, in bytes.
@@ -58,6 +61,16 @@ class Gpt2Session {
   // The full-prefix pass over 1..n_ctx tokens: the last position's logits.
   // Leaves the cache alone.
   std::span<const float> infer(std::span<const int32_t> tokens);
+  // Batched prefill (ls_gpt2_prefill): consumes `tokens` at positions
+  // position() .. position() + n - 1 as matrix products, appends their keys
+  // and values to the cache and returns the last position's logits, or
+  // with all_positions every position's (n * n_vocab, position()+i's at
+  // i * n_vocab). Runs in chunks of at most max_prefix positions. The same
+  // logits and cache words, bit for bit, as step() on each token in turn,
+  // from an empty or a partly filled cache. Throws (and consumes nothing)
+  // when the tokens do not fit the context.
+  std::span<const float> prefill(std::span<const int32_t> tokens,
+                                 bool all_positions = false);
 
   int position() const { return position_; }
   void reset() { position_ = 0; }
@@ -75,6 +88,7 @@ class Gpt2Session {
   std::unique_ptr<Gpt2Backend> backend_;
   HugeFloats cache_;  // on 2 MB pages: its rows are far apart
   std::vector<float> logits_;
+  std::vector<float> all_logits_;  // prefill(all_positions): grown on demand
   Gpt2Memory memory_;
 };
 
