@@ -30,7 +30,7 @@ class Gpt2Runner {
           std::make_unique<WasmHost>(path, WasmHostOptions{{}, {}, max_prefix});
     } else {
       native_ = std::make_unique<Gpt2Session>(
-          Gpt2View{w.config, w.data(), w.words()},
+          Gpt2View{w.config, w.data(), w.words(), w.layout},
           Gpt2SessionOptions{backend, threads, max_prefix});
     }
   }

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   if (argc != 3) return std::fprintf(stderr, "usage: embed MODEL TEXT\n"), 2;
   const lockstep::Gpt2Weights w = lockstep::load_gpt2(argv[1]);
   const auto tok = lockstep::Tokenizer::load(lockstep::data_dir() + "/gpt2");
-  lockstep::Gpt2Session session({w.config, w.data(), w.words()});
+  lockstep::Gpt2Session session({w.config, w.data(), w.words(), w.layout});
   lockstep::Sampler greedy({}, w.config.n_vocab);
   std::span<const float> logits;
   for (int32_t t : tok.encode(argv[2])) logits = session.step(t);

@@ -16,6 +16,7 @@
 #include "formats/checkpoint.h"
 #include "formats/mapped_file.h"
 #include "ls_gpt2.h"
+#include "ls_gpt2_layout.h"
 
 namespace lockstep {
 
@@ -35,6 +36,8 @@ struct Gpt2Weights {
   std::string format;          // "packed" or "hf"
   std::string payload_sha256;  // hex SHA-256 of the packed payload bytes
   nlohmann::json meta;         // the packed file's "meta" (HF: provenance)
+  // The order of the words at data() (core/ls_gpt2_layout.h).
+  ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
 
   const float* data() const;
   size_t words() const { return words_; }

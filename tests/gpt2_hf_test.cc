@@ -36,7 +36,7 @@ class Gpt2Hf : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Gpt2Hf, EveryLogitWithin2e5OfHfFloat64AndCachedEqualsFull) {
   const lockstep::Gpt2Weights w = lockstep::load_gpt2(kDir);
-  const lockstep::Gpt2View view{w.config, w.data(), w.words()};
+  const lockstep::Gpt2View view{w.config, w.data(), w.words(), w.layout};
   const auto cases = Cases();
   ASSERT_EQ(cases.size(), 2u);
   double worst = 0;
