@@ -22,8 +22,16 @@ extern unsigned char __heap_base;
 
 /* A plan that does not fit the 4 GiB of a wasm32 memory (GPT-2 1.5B). */
 #define LSW_ERR_TOO_LARGE 100
-/* cachedStep or infer before gpt2_prepare. */
+/* cachedStep, infer or prefill before gpt2_prepare. */
 #define LSW_ERR_NOT_PREPARED 101
+/* prefill with every position's logits over more positions than the
+ * planned logits rows (the host runs such a prompt in chunks). */
+#define LSW_ERR_LOGITS_ROWS 102
+
+/* Rows of the GPT-2 logits buffer: the positions one prefill call can
+ * return every position's logits for (at most max_prefix). A host asking
+ * for more runs the prompt in chunks, which gives the same bits. */
+#define LSW_LOGITS_ROWS 32
 
 #ifdef __wasm_simd128__
 /* wasm/ops32_simd.c: the block matrices as 32-column panels. */
@@ -50,7 +58,9 @@ typedef struct {
   uint32_t weights, weights_bytes;
   uint32_t cache, cache_bytes; /* GPT-2 only */
   uint32_t scratch, scratch_bytes;
-  uint32_t logits, logits_bytes; /* f32 (GPT-2) or f64 (tiny) */
+  /* f32 (GPT-2: logits_rows rows of n_vocab, for prefill's every-position
+   * logits; the step, infer and the sampler use the first) or f64 (tiny) */
+  uint32_t logits, logits_bytes;
   uint32_t tokens, tokens_bytes; /* int32, n_ctx of them */
   uint32_t sample, sample_bytes; /* widened logits, ranks, weights */
   /* SIMD GPT-2: room to repack one matrix at gpt2_prepare; the cache
@@ -66,7 +76,9 @@ typedef struct {
   ls_gpt2_config gpt2;
   int tiny_ctx;
   int max_prefix;
-  int prepared; /* GPT-2 weights checked (and repacked) */
+  int logits_rows; /* GPT-2: rows of the logits buffer */
+  int last_row;    /* the row holding the latest position's logits */
+  int prepared;    /* GPT-2 weights checked (and repacked) */
   lsw_plan plan;
   uint64_t rng; /* the sampler's SplitMix64 state (§5.1) */
 } lsw_state;
@@ -158,7 +170,9 @@ int32_t lsw_tiny_logits(int32_t n_tokens, double bound) {
 }
 
 /* The plan for a GPT-2 config; max_prefix (1..n_ctx, <= 0: n_ctx) sizes
- * the full-prefix pass's scratch. */
+ * the scratch of the full-prefix pass and of one prefill call (the same
+ * size: ls_gpt2_infer_scratch_floats), and the logits buffer holds
+ * min(max_prefix, LSW_LOGITS_ROWS) rows. */
 LSW_EXPORT("gpt2_plan")
 const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
                               int32_t n_head, int32_t n_layer,
@@ -183,17 +197,24 @@ const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
   g.kind = 2;
   g.gpt2 = c;
   g.max_prefix = max_prefix > 0 && max_prefix < n_ctx ? max_prefix : n_ctx;
+  g.logits_rows =
+      g.max_prefix < LSW_LOGITS_ROWS ? g.max_prefix : LSW_LOGITS_ROWS;
+  /* The scratch serves the step, the full-prefix pass and the prefill of
+   * up to max_prefix positions. */
   const uint64_t step = ls_gpt2_step_scratch_floats(&c);
   const uint64_t infer = ls_gpt2_infer_scratch_floats(&c, g.max_prefix);
+  const uint64_t prefill = ls_gpt2_infer_scratch_floats(&c, g.max_prefix);
+  uint64_t scratch = step > infer ? step : infer;
+  if (prefill > scratch) scratch = prefill;
   lsw_cursor cur = lsw_start();
   lsw_plan* p = &g.plan;
   p->weights =
       lsw_take(&cur, (uint64_t)ls_gpt2_param_count(&c) * 4, &p->weights_bytes);
   p->cache =
       lsw_take(&cur, (uint64_t)ls_gpt2_cache_floats(&c) * 4, &p->cache_bytes);
-  p->scratch =
-      lsw_take(&cur, (step > infer ? step : infer) * 4, &p->scratch_bytes);
-  p->logits = lsw_take(&cur, (uint64_t)n_vocab * 4, &p->logits_bytes);
+  p->scratch = lsw_take(&cur, scratch * 4, &p->scratch_bytes);
+  p->logits = lsw_take(&cur, (uint64_t)g.logits_rows * (uint64_t)n_vocab * 4,
+                       &p->logits_bytes);
   p->tokens = lsw_take(&cur, (uint64_t)n_ctx * 4, &p->tokens_bytes);
   lsw_sample_buffers(&cur, (uint64_t)n_vocab);
 #ifdef __wasm_simd128__
@@ -247,6 +268,7 @@ int32_t lsw_gpt2_step(int32_t token, int32_t position) {
   const lsw_plan* p = &g.plan;
   if (position < 0 || position >= c->n_ctx) return LS_ERR_POSITION;
   const size_t used = (size_t)position * ls_gpt2_cache_row_floats(c);
+  g.last_row = 0;
   return ls_gpt2_step(c, (const float*)(uintptr_t)p->weights,
                       p->weights_bytes / 4, (float*)(uintptr_t)p->cache,
                       p->cache_bytes / 4, used, token, position,
@@ -261,16 +283,52 @@ LSW_EXPORT("infer") int32_t lsw_gpt2_infer(int32_t n) {
   const lsw_plan* p = &g.plan;
   if (n > g.max_prefix && n <= g.gpt2.n_ctx) return LS_ERR_SCRATCH;
   if (n > g.gpt2.n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
+  g.last_row = 0;
   return ls_gpt2_infer(
       &g.gpt2, (const float*)(uintptr_t)p->weights, p->weights_bytes / 4,
       (const int32_t*)(uintptr_t)p->tokens, n, (float*)(uintptr_t)p->scratch,
       p->scratch_bytes / 4, (float*)(uintptr_t)p->logits);
 }
 
+/* ls_gpt2_prefill: the first n planned tokens at positions position ..
+ * position + n - 1, their keys and values appended to the cache after its
+ * first `position` rows (which must hold the earlier positions). The last
+ * position's logits go to the logits buffer's first row, or with
+ * all_positions != 0 every position's to its first n rows (n <= the
+ * plan's logits rows). The same bits as n cachedStep calls. Returns an
+ * ls_status. */
+LSW_EXPORT("prefill")
+int32_t lsw_gpt2_prefill(int32_t n, int32_t position, int32_t all_positions) {
+  if (g.kind != 2) return LS_ERR_CONFIG;
+  if (!g.prepared) return LSW_ERR_NOT_PREPARED;
+  const ls_gpt2_config* c = &g.gpt2;
+  const lsw_plan* p = &g.plan;
+  if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
+  if (position < 0 || position >= c->n_ctx) return LS_ERR_POSITION;
+  /* The tokens buffer holds n_ctx tokens: checked before it is read. */
+  if (n > c->n_ctx - position) return LS_ERR_SEQUENCE_TOO_LONG;
+  if (n > g.max_prefix) return LS_ERR_SCRATCH;
+  if (all_positions && n > g.logits_rows) return LSW_ERR_LOGITS_ROWS;
+  const size_t used = (size_t)position * ls_gpt2_cache_row_floats(c);
+  g.last_row = all_positions ? n - 1 : 0;
+  return ls_gpt2_prefill(c, (const float*)(uintptr_t)p->weights,
+                         p->weights_bytes / 4, (float*)(uintptr_t)p->cache,
+                         p->cache_bytes / 4, used,
+                         (const int32_t*)(uintptr_t)p->tokens, n, position,
+                         all_positions != 0, (float*)(uintptr_t)p->scratch,
+                         p->scratch_bytes / 4, (float*)(uintptr_t)p->logits);
+}
+
+/* For the host: the rows of the GPT-2 logits buffer (every-position
+ * logits one prefill call can return), 0 without a GPT-2 plan. */
+LSW_EXPORT("logits_rows") int32_t lsw_logits_rows(void) {
+  return g.kind == 2 ? g.logits_rows : 0;
+}
+
 /* §5.1: the sampler's state is the seed. */
 LSW_EXPORT("seed") void lsw_seed(uint64_t seed) { g.rng = seed; }
 
-/* §5.2/§5.3 on the planned logits (GPT-2's binary32 widened exactly):
+/* §5.2/§5.3 on the latest logits (GPT-2's binary32 widened exactly):
  * greedy for top_k == 0, else top-k with temperature. Returns the token,
  * or -1 for options the caller should have rejected. */
 LSW_EXPORT("sample") int32_t lsw_sample(int32_t top_k, double temperature) {
@@ -287,7 +345,9 @@ LSW_EXPORT("sample") int32_t lsw_sample(int32_t top_k, double temperature) {
     const double* l = (const double*)(uintptr_t)p->logits;
     for (int i = 0; i < n; ++i) wide[i] = l[i];
   } else {
-    const float* l = (const float*)(uintptr_t)p->logits;
+    /* The latest position's row (the last of an every-position prefill). */
+    const float* l =
+        (const float*)(uintptr_t)p->logits + (size_t)g.last_row * (size_t)n;
     for (int i = 0; i < n; ++i) wide[i] = (double)l[i];
   }
   if (top_k == 0) return ls_argmax64(wide, n);
@@ -301,6 +361,9 @@ LSW_EXPORT("status_message") const char* lsw_status_message(int32_t s) {
   }
   if (s == LSW_ERR_NOT_PREPARED) {
     return "the weights were not prepared (gpt2_prepare after loading them)";
+  }
+  if (s == LSW_ERR_LOGITS_ROWS) {
+    return "more positions than the planned rows of every-position logits";
   }
   return ls_status_message((ls_status)s);
 }

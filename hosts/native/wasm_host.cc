@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -195,6 +196,27 @@ std::span<const float> WasmHost::infer(std::span<const int32_t> tokens) {
   }
   std::memcpy(logits_.data(), p.data(), p.size());
   return logits_;
+}
+
+std::span<const float> WasmHost::prefill(std::span<const int32_t> tokens,
+                                         bool all_positions) {
+  const auto p = request(std::string("prefill ") + (all_positions ? "1" : "0") +
+                         " " + join_tokens(tokens));
+  const size_t rows = all_positions ? tokens.size() : 1;
+  if (p.size() != rows * logits_.size() * sizeof(float)) {
+    throw Error("the WebAssembly host returned a short block of logits");
+  }
+  position_ += int(tokens.size());
+  if (!all_positions) {
+    std::memcpy(logits_.data(), p.data(), p.size());
+    return logits_;
+  }
+  all_logits_.resize(rows * logits_.size());
+  std::memcpy(all_logits_.data(), p.data(), p.size());
+  // The last position's logits are also the session's current logits.
+  std::copy(all_logits_.end() - long(logits_.size()), all_logits_.end(),
+            logits_.begin());
+  return all_logits_;
 }
 
 void WasmHost::reset() {

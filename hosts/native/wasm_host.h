@@ -48,6 +48,14 @@ class WasmHost {
   // Gpt2Session's contract; the logits stay valid until the next call.
   std::span<const float> step(int32_t token);
   std::span<const float> infer(std::span<const int32_t> tokens);
+  // Batched prefill at position(), with Gpt2Session::prefill's contract:
+  // appends the tokens' keys and values to the cache and returns the last
+  // position's logits, or with all_positions every position's (n * n_vocab,
+  // position()+i's at i * n_vocab); the same bits as step() on each token.
+  // Throws (and consumes nothing) when the tokens do not fit the context
+  // or one is outside the vocabulary.
+  std::span<const float> prefill(std::span<const int32_t> tokens,
+                                 bool all_positions = false);
   int position() const { return position_; }
   void reset();
   // The used KV-cache rows, as bytes.
@@ -67,6 +75,7 @@ class WasmHost {
   int n_vocab_ = 0, n_ctx_ = 0, position_ = 0;
   std::string module_sha256_;
   std::vector<float> logits_;
+  std::vector<float> all_logits_;  // prefill(all_positions)
 };
 
 }  // namespace lockstep

@@ -6,6 +6,9 @@
 // Requests are text lines; every response is a frame: int32 status (0 ok),
 // uint32 length, then `length` bytes (the result, or an error message).
 //   step TOKEN           cached step at the session's position: V float32
+//   prefill ALL T1,T2,.. batched prefill at the session's position (ALL 0:
+//                        the last position's V float32; 1: every
+//                        position's, n * V float32)
 //   infer T1,T2,...      full-prefix pass: V float32
 //   tiny BOUNDBITS T1,.. tiny checked entry (bound as 16 hex digits of its
 //                        binary64 bits): 256 float64
@@ -71,6 +74,13 @@ function handle(s, line) {
     case 'step':
       return bytesOf(s.step(intOption(rest[0], 'step', -0x80000000,
                                       0x7fffffff)));
+    case 'prefill': {
+      if (rest[0] !== '0' && rest[0] !== '1') {
+        throw new HostError('prefill: the first argument is 0 (last ' +
+                            'position) or 1 (every position)');
+      }
+      return bytesOf(s.prefill(tokenList(rest[1]), rest[0] === '1'));
+    }
     case 'infer':
       return bytesOf(s.infer(tokenList(rest[0])));
     case 'tiny': {

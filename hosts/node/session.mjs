@@ -1,6 +1,7 @@
 // A session on one model: the module instantiated on a memory planned from
 // the checkpoint's config, the weights read into it once, and the entries
-// (tiny checked entry, GPT-2 cachedStep and infer, the §5 sampler) on the
+// (tiny checked entry, GPT-2 cachedStep, prefill and infer, the §5 sampler)
+// on the
 // planned buffers. Nothing is allocated in WebAssembly memory after open().
 import { HostError, loadModule, planAndInstantiate, statusMessage }
   from './module.mjs';
@@ -36,6 +37,9 @@ export class Session {
       s.nCtx = c.n_ctx;
       s.maxPrefix = Math.min(maxPrefix, c.n_ctx);
       s.rowBytes = c.n_layer * 2 * c.n_embd * 4;
+      // Every-position logits one prefill call can return (the plan's
+      // logits rows).
+      s.logitsRows = s.exports.logits_rows();
     }
     readPayloadInto(ck, new Uint8Array(s.memory.buffer, s.plan.weights,
                                        s.plan.weightsBytes));
@@ -43,6 +47,7 @@ export class Session {
       s.check(s.exports.gpt2_prepare(), `GPT-2 '${modelPath}'`);
     }
     s.position = 0;
+    s.lastRow = 0;
     s.memoryBytes = s.memory.buffer.byteLength;
     return s;
   }
@@ -81,10 +86,52 @@ export class Session {
       throw new HostError(`GPT-2 step: the context is full (${this.nCtx} ` +
                           'positions)');
     }
+    this.lastRow = 0;  // as the module's sampler, set whatever the outcome
     this.check(this.exports.cachedStep(token, this.position),
                `GPT-2 step at position ${this.position} (token ${token})`);
     ++this.position;
     return this.logits();
+  }
+
+  // Batched prefill (ls_gpt2_prefill): consumes `tokens` at positions
+  // position .. position + n - 1 layer by layer, appends their keys and
+  // values to the cache and returns the last position's logits (a view,
+  // valid until the next call), or with allPositions every position's as a
+  // new Float32Array of n * n_vocab (position + i's at i * n_vocab). Runs in
+  // chunks of at most maxPrefix positions (logitsRows with allPositions):
+  // the same bits as step() on each token, however the prompt is split.
+  // Consumes nothing when the tokens do not fit the context.
+  prefill(tokens, allPositions = false) {
+    const n = tokens.length;
+    if (n === 0) throw new HostError('GPT-2 prefill: no tokens');
+    if (n > this.nCtx - this.position) {
+      throw new HostError(`GPT-2 prefill: ${n} tokens at position ` +
+                          `${this.position} do not fit the context of ` +
+                          `${this.nCtx}`);
+    }
+    tokens.forEach((t, i) => {
+      if (!Number.isInteger(t) || t < 0 || t >= this.nVocab) {
+        throw new HostError(`GPT-2 prefill: token ${t} at index ${i} is ` +
+                            `outside the vocabulary (0 .. ${this.nVocab - 1})`);
+      }
+    });
+    const chunk = allPositions ? this.logitsRows : this.maxPrefix;
+    const V = this.nVocab;
+    const all = allPositions ? new Float32Array(n * V) : null;
+    for (let done = 0; done < n;) {
+      const m = Math.min(n - done, chunk);
+      this.writeTokens(tokens.slice(done, done + m));
+      this.lastRow = allPositions ? m - 1 : 0;
+      this.check(this.exports.prefill(m, this.position, allPositions ? 1 : 0),
+                 `GPT-2 prefill of ${m} tokens at position ${this.position}`);
+      if (all) {
+        all.set(new Float32Array(this.memory.buffer, this.plan.logits, m * V),
+                done * V);
+      }
+      this.position += m;
+      done += m;
+    }
+    return all ?? this.logits();
   }
 
   // The full-prefix pass: the last position's logits; the cache is untouched.
@@ -94,13 +141,18 @@ export class Session {
                           `session was sized for ${this.maxPrefix}`);
     }
     const n = this.writeTokens(tokens) ? tokens.length : this.nCtx + 1;
+    this.lastRow = 0;
     this.check(this.exports.infer(n),
                `GPT-2 infer over ${tokens.length} tokens`);
     return this.logits();
   }
 
+  // The latest position's logits (after an every-position prefill, the
+  // last row it wrote; the module's sampler reads the same row).
   logits() {
-    return new Float32Array(this.memory.buffer, this.plan.logits, this.nVocab);
+    return new Float32Array(this.memory.buffer,
+                            this.plan.logits + this.lastRow * this.nVocab * 4,
+                            this.nVocab);
   }
 
   // The used rows of the KV cache, as bytes.
