@@ -37,12 +37,13 @@ std::unique_ptr<Gpt2Backend> make_gpt2_backend(
   } else if (name.rfind("cpu-", 0) == 0) {
     isa = name.substr(4);
   } else {
-    throw Error("GPT-2 backend: unknown backend '" + name +
-                "' (reference, cpu, cpu-avx512, cpu-avx2, cpu-generic)");
+    throw Error(
+        "GPT-2 backend: unknown backend '" + name +
+        "' (reference, cpu, cpu-avx512, cpu-avx2, cpu-neon, cpu-generic)");
   }
-  if (isa != "avx512" && isa != "avx2" && isa != "generic") {
+  if (isa != "avx512" && isa != "avx2" && isa != "neon" && isa != "generic") {
     throw Error("GPT-2 backend: unknown ISA '" + isa +
-                "' (avx512, avx2, generic)");
+                "' (avx512, avx2, neon, generic)");
   }
   return backends::make_cpu_backend(c, weights, words, isa, threads, max_prefix,
                                     layout);

@@ -2,6 +2,11 @@
 
 #include <cstdlib>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 namespace lockstep::cpu {
 
 bool isa_supported(const std::string& isa) {
@@ -15,12 +20,22 @@ bool isa_supported(const std::string& isa) {
   }
   if (isa == "avx2") return __builtin_cpu_supports("avx2");
 #endif
+#if defined(__aarch64__)
+  if (isa == "neon") {
+    // Advanced SIMD is part of every ARMv8-A core; the kernel reports it.
+#if defined(__linux__)
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+    return true;
+#endif
+  }
+#endif
   return isa == "generic";
 }
 
 std::vector<std::string> supported_isas() {
   std::vector<std::string> out;
-  for (const char* isa : {"avx512", "avx2", "generic"}) {
+  for (const char* isa : {"avx512", "avx2", "neon", "generic"}) {
     if (isa_supported(isa)) out.push_back(isa);
   }
   return out;
@@ -37,6 +52,9 @@ const CpuKernels* kernels_for(const std::string& isa) {
 #if defined(__x86_64__) || defined(__i386__)
   if (isa == "avx512") return &kernels_avx512();
   if (isa == "avx2") return &kernels_avx2();
+#endif
+#if defined(__aarch64__)
+  if (isa == "neon") return &kernels_neon();
 #endif
   return &kernels_generic();
 }

@@ -1,5 +1,5 @@
 // Which kernel table to use: runtime detection of the CPU's instruction
-// sets, and the LOCKSTEP_ISA override (avx512 | avx2 | generic).
+// sets, and the LOCKSTEP_ISA override (avx512 | avx2 | neon | generic).
 #ifndef LOCKSTEP_BACKENDS_CPU_CPU_ISA_H_
 #define LOCKSTEP_BACKENDS_CPU_CPU_ISA_H_
 
@@ -10,8 +10,9 @@
 
 namespace lockstep::cpu {
 
-// "avx512" (F, BW, VL, DQ), "avx2", "generic": whether this CPU and OS can
-// run it. Unknown names are unsupported.
+// "avx512" (F, BW, VL, DQ), "avx2" (x86-64), "neon" (AArch64 Advanced
+// SIMD), "generic" (everywhere): whether this CPU and OS can run it.
+// Unknown names are unsupported.
 bool isa_supported(const std::string& isa);
 // Every supported ISA, best first.
 std::vector<std::string> supported_isas();

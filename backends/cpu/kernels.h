@@ -1,7 +1,8 @@
 // The CPU backend's kernels, one table per instruction set. Each table is
 // compiled in its own translation unit with that ISA's flags
-// (kernels_avx512.cc, kernels_avx2.cc, kernels_generic.cc) from the same
-// templates (kernels_impl.h); the backend picks one table at creation.
+// (kernels_avx512.cc, kernels_avx2.cc, kernels_neon.cc, kernels_generic.cc)
+// from the same templates (kernels_impl.h); the backend picks one table at
+// creation.
 //
 // Every kernel computes each output element with exactly the operation
 // sequence of docs/arithmetic.md: SIMD lanes run across outputs (or across
@@ -19,7 +20,7 @@
 namespace lockstep::cpu {
 
 struct CpuKernels {
-  const char* isa;  // "avx512", "avx2", "generic"
+  const char* isa;  // "avx512", "avx2", "neon", "generic"
   int lanes;        // binary32 lanes per vector
 
   // §2.2 for n positions: y[t*ys + o] = dot(x[t*xs + 0..n_in),
@@ -49,10 +50,22 @@ struct CpuKernels {
   void (*attend)(const float* q, const float* keys, const float* values,
                  size_t stride, int D, int heads, int n, float scale,
                  float* score, float* out);
+  // Split K, for decode with more threads than panels: one position
+  // against one 64-column panel p ([n_in, 64], rows contiguous, n_in a
+  // multiple of 16), only the §2.1 blocks [b0, b1): part[(b - b0) * 64 +
+  // j] = block b's sum for output j (from +0.0, k in increasing order, the
+  // per-lane operations of matvec_pair). The caller combines the 16 block
+  // sums of each output by the §2.1 tree, then adds the bias. Last, with a
+  // default, so that a table without it still compiles: nullptr means the
+  // backend never splits K on that ISA.
+  void (*matvec_blocks)(const float* x, const float* p, int n_in, int b0,
+                        int b1, float* part) = nullptr;
 };
 
 const CpuKernels& kernels_avx512();
 const CpuKernels& kernels_avx2();
+// AArch64 only (kernels_neon.cc is compiled for AArch64 targets alone).
+const CpuKernels& kernels_neon();
 const CpuKernels& kernels_generic();
 
 }  // namespace lockstep::cpu
