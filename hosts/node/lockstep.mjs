@@ -213,12 +213,9 @@ function gpt2Generate(a, s, tokens, n, top, opts) {
     throw new HostError(`the prompt has ${tokens.length} tokens; the ` +
                         `model's context is ${s.nCtx}`);
   }
-  let logits;
-  if (a.full) {
-    logits = s.infer(tokens);
-  } else {
-    for (const t of tokens) logits = s.step(t);
-  }
+  // The prompt: one batched prefill into the cache (the same bits as
+  // stepping it), or with --full the full-prefix pass.
+  let logits = a.full ? s.infer(tokens) : s.prefill(tokens);
   if (n === 0) {
     const values = Array.from(logits);
     if (a.json) {
@@ -301,18 +298,19 @@ function logits(argv) {
   const rows = a['all-positions'] ? tokens.length : 1;
   const V = s.nVocab;
   const bytes = Buffer.alloc(rows * V * 4);
-  for (let t = 0; t < tokens.length; ++t) {
-    let l;
-    if (a.full) {
-      if (!a['all-positions'] && t + 1 < tokens.length) continue;
-      l = s.infer(tokens.slice(0, t + 1));
-    } else {
-      l = s.step(tokens[t]);
+  const put = (l, row) => {
+    bytes.set(new Uint8Array(l.buffer, l.byteOffset, l.length * 4),
+              row * V * 4);
+  };
+  if (a.full) {
+    // The full-prefix pass of every prefix (or of the whole prompt).
+    for (let t = a['all-positions'] ? 0 : tokens.length - 1;
+         t < tokens.length; ++t) {
+      put(s.infer(tokens.slice(0, t + 1)), a['all-positions'] ? t : 0);
     }
-    if (a['all-positions'] || t + 1 === tokens.length) {
-      const row = a['all-positions'] ? t : 0;
-      bytes.set(new Uint8Array(l.buffer, l.byteOffset, V * 4), row * V * 4);
-    }
+  } else {
+    // One batched prefill: the last position's logits or every position's.
+    put(s.prefill(tokens, a['all-positions']), 0);
   }
   s.assertMemoryUnchanged();
   const tmp = `${a.out}.tmp.${process.pid}`;
