@@ -44,6 +44,8 @@ struct BenchArgs {
   std::string backend = "cpu";
   std::vector<int> threads{1, 2};
   int repeat = 3;
+  // Prompt lengths for time to first token (prefill against stepping).
+  std::vector<int> prompts{128, 512, 1000};
   bool long_context = true;
   bool json = false;
 };
@@ -99,7 +101,12 @@ int run(const BenchArgs& a) {
 
   for (int t : a.threads) {
     const std::string key = std::to_string(t);
-    auto be = make_gpt2_backend(a.backend, c, w, words, t, span);
+    // Sized for the longest prompt: the batched prefill runs it in one call.
+    int longest = span;
+    for (int n : a.prompts) longest = std::max(longest, std::min(n, c.n_ctx));
+    auto be = make_gpt2_backend(
+        a.backend, c, w, words, t, longest,
+        loaded.words() ? loaded.layout : LS_GPT2_LAYOUT_PLAIN);
     out["backend_name"][key] = be->name();
     // What a session of this backend holds: the weights, the backend's own
     // memory (repacked matrices, scratch) and a KV cache for n_ctx
@@ -164,6 +171,45 @@ int run(const BenchArgs& a) {
     out["prefill128_gflops"][key] = flops / s / 1e9;
     out["prefill_vs_nonfma_peak"][key] =
         flops / s / 1e9 / double(out["nonfma_peak_gflops"][key]);
+
+    // Time to first token: a prompt of n tokens through the batched
+    // prefill into an empty cache (each run paired with a peak burst),
+    // against the same prompt fed through n cached steps (once: it is the
+    // slow path this replaces). Both end with the last position's logits.
+    for (int n : a.prompts) {
+      if (n > c.n_ctx) continue;
+      const std::string pn = std::to_string(n);
+      std::vector<double> runs, peaks;
+      for (int r = 0; r < a.repeat; ++r) {
+        peaks.push_back(lockstep::bench::nonfma_peak(t));
+        const auto t0 = Clock::now();
+        check(be->prefill(cache.data(), cache.size(), 0, tokens.data(), n, 0,
+                          false, logits.data()),
+              "bench prefill");
+        runs.push_back(seconds_since(t0));
+      }
+      ProgressBar bar("bench: stepping a " + pn + "-token prompt (" + key +
+                          " thread" + (t > 1 ? "s)" : ")"),
+                      n);
+      const auto t0 = Clock::now();
+      for (int p = 0; p < n; ++p) {
+        check(be->step(cache.data(), cache.size(), size_t(p) * row,
+                       tokens[size_t(p)], p, logits.data()),
+              "bench step");
+        bar.update(p + 1);
+      }
+      const double stepped = seconds_since(t0);
+      bar.finish();
+      const double pre = median(runs), pk = median(peaks) / 1e9;
+      const double C = c.n_embd, L = c.n_layer, nn = n;
+      const double fl = 2 * nn * L * 12 * C * C + 2 * L * C * nn * (nn + 1) +
+                        2 * double(c.n_vocab) * C;
+      out["ttft_prefill_s_" + pn][key] = pre;
+      out["ttft_stepping_s_" + pn][key] = stepped;
+      out["ttft_speedup_" + pn][key] = stepped / pre;
+      out["prefill_cache_" + pn + "_tokens_per_s"][key] = nn / pre;
+      out["prefill_cache_" + pn + "_vs_nonfma_peak"][key] = fl / pre / 1e9 / pk;
+    }
   }
   out["peak_rss_bytes"] = peak_rss_kb() * 1024;
 
@@ -175,14 +221,27 @@ int run(const BenchArgs& a) {
   std::printf("%-34s", "threads");
   for (int t : a.threads) std::printf("%14d", t);
   std::printf("\n");
+  std::vector<std::string> rows;
   for (const char* k :
        {"backend_name", "bandwidth_gbps", "decode_floor_tokens_per_s",
         "decode_tokens_per_s_pos0_127", "decode_vs_floor",
         "decode_tokens_per_s_pos896_1023", "prefill128_tokens_per_s",
-        "prefill128_gflops", "nonfma_peak_gflops", "prefill_vs_nonfma_peak",
-        "session_memory_bytes"}) {
+        "prefill128_gflops", "nonfma_peak_gflops", "prefill_vs_nonfma_peak"}) {
+    rows.push_back(k);
+  }
+  for (int n : a.prompts) {
+    const std::string pn = std::to_string(n);
+    for (const std::string& k :
+         {"ttft_prefill_s_" + pn, "ttft_stepping_s_" + pn, "ttft_speedup_" + pn,
+          "prefill_cache_" + pn + "_tokens_per_s",
+          "prefill_cache_" + pn + "_vs_nonfma_peak"}) {
+      rows.push_back(k);
+    }
+  }
+  rows.push_back("session_memory_bytes");
+  for (const std::string& k : rows) {
     if (!out.contains(k)) continue;
-    std::printf("%-34s", k);
+    std::printf("%-34s", k.c_str());
     for (int t : a.threads) {
       const auto& v = out[k][std::to_string(t)];
       if (v.is_string()) {
@@ -215,6 +274,13 @@ Action add_bench(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--repeat", a->repeat, "runs per measurement (median)")
       ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--prompts", a->prompts,
+                 "prompt lengths for time to first token: batched prefill "
+                 "against cached steps (lengths above the context are "
+                 "skipped)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_flag("!--no-long", a->long_context,
                "skip decode at positions 896-1023");
