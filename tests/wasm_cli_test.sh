@@ -44,7 +44,8 @@ for m in lockstep.wasm lockstep-scalar.wasm; do
   imports=$(sed -n 's/^Import\[\([0-9]*\)\]:$/\1/p' <<<"$x")
   [ "$imports" = 1 ] && grep -q ' - memory\[0\] .* <- env.memory' <<<"$x" &&
     ok "$m imports only env.memory" || bad "$m imports: $imports"
-  for e in tiny_logits infer cachedStep gpt2_plan tiny_plan sample; do
+  for e in tiny_logits infer cachedStep prefill logits_rows gpt2_plan tiny_plan \
+    sample; do
     grep -q "<$e>" <<<"$x" || bad "$m does not export $e"
   done
   d=$(wasm-objdump -d "$wasm/$m")
@@ -131,6 +132,15 @@ for a in "" "--all-positions" "--full" "--all-positions --full"; do
   cmp -s "$tmp/n.f32" "$tmp/w.f32" && cmp -s "$tmp/n.f32" "$tmp/h.f32" &&
     ok "gpt2 logits $a: same bytes" || bad "gpt2 logits $a"
 done
+
+# 45 positions: more than the 32 rows of every-position logits one module
+# call returns, so the host's prefill runs in chunks (issue 8).
+ids45=$(seq 1000 1117 50257 | head -45 | paste -sd,)
+rm -f "$tmp/n.f32" "$tmp/h.f32"
+"$bin" logits --model "$g" --tokens "$ids45" -o "$tmp/n.f32" --all-positions 2>/dev/null
+node "$host" logits --model "$g" --tokens "$ids45" -o "$tmp/h.f32" --all-positions 2>/dev/null
+cmp -s "$tmp/n.f32" "$tmp/h.f32" && ok "gpt2 logits, 45 positions: same bytes" ||
+  bad "gpt2 logits, 45 positions"
 
 # The scalar module (the core without SIMD) in Node.js gives the same bytes.
 "$bin" logits --model "$g" --tokens $ids -o "$tmp/n.f32" --all-positions 2>/dev/null

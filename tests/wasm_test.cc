@@ -4,13 +4,17 @@
 // models, both cases of the Hugging Face fixture, and 8 contexts of a
 // full-size 124M with seeded random weights (logits and caches, cached and
 // full-prefix); its memory never grows during a session; a module whose
-// SHA-256 differs from the recorded one is refused.
+// SHA-256 differs from the recorded one is refused. Issue 8: the module's
+// batched prefill gives the bytes of stepping and of the native
+// Gpt2Session::prefill, from an empty or a partly filled cache, in chunks,
+// last-position and every-position logits, and the cache words.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -258,6 +262,242 @@ TEST(WasmGpt2, BadTokensAndPositionsAreErrors) {
   EXPECT_THROW(host.infer({}), Error);
   for (int t = 0; t < 128; ++t) host.step(t);
   EXPECT_THROW(host.step(1), Error);  // the context is full
+  ExpectMemoryUnchanged(host);
+}
+
+// Issue 8: batched prefill. For each context: the native cached steps give
+// every position's logits and the cache (the reference bytes); then the
+// module's prefill and the native Gpt2Session::prefill, each in chunks of
+// 1, 5 and the rest with every position's logits, in one call with the
+// last position's, and after `split` stepped positions (a partly filled
+// cache) with the rest in one call; every logit and cache word compared.
+// `module` empty: the SIMD module; else {path, sha256}.
+struct PrefillRun {
+  int max_prefix = 0;
+  std::string module, module_sha256;
+};
+
+void ComparePrefill(const std::string& file, const Gpt2Weights& w,
+                    const std::vector<std::vector<int32_t>>& contexts,
+                    const PrefillRun& run = {}) {
+  const ls_gpt2_config& c = w.config;
+  WasmHost host(file, {run.module, run.module_sha256, run.max_prefix});
+  Gpt2Session native({c, w.data(), w.words(), w.layout},
+                     {"cpu", 2, run.max_prefix});
+  const size_t V = size_t(c.n_vocab);
+  for (size_t ci = 0; ci < contexts.size(); ++ci) {
+    const auto& tokens = contexts[ci];
+    const size_t n = tokens.size();
+    SCOPED_TRACE("context " + std::to_string(ci) + ", " + std::to_string(n) +
+                 " tokens");
+    // The reference: native cached steps.
+    native.reset();
+    std::vector<float> stepped(n * V);
+    for (size_t t = 0; t < n; ++t) {
+      const auto l = native.step(tokens[t]);
+      std::copy(l.begin(), l.end(), stepped.begin() + long(t * V));
+    }
+    const auto step_cache_span = native.cache();
+    const std::vector<float> step_cache(step_cache_span.begin(),
+                                        step_cache_span.end());
+    auto expect_cache = [&](const char* what) {
+      const auto got = host.cache();
+      ASSERT_EQ(got.size(), step_cache.size() * sizeof(float)) << what;
+      ASSERT_TRUE(
+          SameBytes(got.data(), step_cache.data(), got.size(), sizeof(float)))
+          << what << ": KV cache after " << n << " positions";
+    };
+    auto row = [&](size_t t) {
+      return std::span<const float>(stepped.data() + t * V, V);
+    };
+
+    // Chunks 1 + 5 + rest, every position's logits: module vs stepping
+    // and vs the native prefill.
+    host.reset();
+    native.reset();
+    for (size_t at = 0; at < n;) {
+      const size_t m =
+          at == 0 ? 1 : (at == 1 ? std::min<size_t>(5, n - at) : n - at);
+      const std::span<const int32_t> chunk(tokens.data() + at, m);
+      const auto got = host.prefill(chunk, /*all_positions=*/true);
+      ASSERT_EQ(got.size(), m * V);
+      ASSERT_TRUE(SameBytes(got.data(), stepped.data() + at * V,
+                            m * V * sizeof(float), sizeof(float)))
+          << "every-position prefill of positions " << at << ".." << at + m - 1
+          << " vs stepping (element / " << V << " = position - " << at << ")";
+      const auto want = native.prefill(chunk, /*all_positions=*/true);
+      ASSERT_TRUE(SameValues<float>(got, want))
+          << "every-position prefill of positions " << at << ".." << at + m - 1
+          << " vs native prefill";
+      at += m;
+    }
+    EXPECT_EQ(host.position(), int(n));
+    expect_cache("1+5+rest prefill");
+
+    // One call, the last position's logits, from an empty cache.
+    host.reset();
+    native.reset();
+    const auto got = host.prefill(tokens);
+    ASSERT_TRUE(SameValues<float>(got, row(n - 1)))
+        << "prefill of " << n << " tokens vs stepping";
+    ASSERT_TRUE(SameValues<float>(got, native.prefill(tokens)))
+        << "prefill of " << n << " tokens vs native prefill";
+    expect_cache("one prefill");
+
+    // A partly filled cache: the first half stepped in the module, then
+    // the rest in one prefill (a conversation that goes on).
+    if (n >= 2) {
+      const size_t split = n / 2;
+      host.reset();
+      for (size_t t = 0; t < split; ++t) {
+        ASSERT_TRUE(SameValues<float>(host.step(tokens[t]), row(t)))
+            << "module step at " << t;
+      }
+      const std::span<const int32_t> rest(tokens.data() + split, n - split);
+      ASSERT_TRUE(SameValues<float>(host.prefill(rest), row(n - 1)))
+          << "prefill of " << n - split << " tokens after " << split
+          << " steps vs stepping";
+      expect_cache("steps then prefill");
+    }
+  }
+  ExpectMemoryUnchanged(host);
+}
+
+// Small GPT-2 configs with seeded random weights, packed in a temp folder:
+// widths that are and are not multiples of the SIMD panels' 32 columns, a
+// vocabulary that is not a multiple of 32, contexts up to the full n_ctx.
+struct RandomGpt2 {
+  PackedGpt2 p;
+  Gpt2Weights w;
+};
+
+std::unique_ptr<RandomGpt2> MakeRandomGpt2(const ls_gpt2_config& c,
+                                           uint64_t seed,
+                                           const std::string& name) {
+  auto r = std::make_unique<RandomGpt2>();
+  r->p.dir = fs::temp_directory_path() /
+             ("lockstep_wasm_" + name + "_" + std::to_string(getpid()));
+  fs::create_directories(r->p.dir);
+  r->p.file = r->p.dir / (name + ".lockstep");
+  const std::vector<float> weights = random_gpt2_weights(c, seed);
+  write_gpt2_packed(
+      r->p.file.string(), c, weights.data(), weights.size(),
+      {{"source", "tests/wasm_test.cc, seed " + std::to_string(seed)}});
+  r->w = load_gpt2(r->p.file.string());
+  return r;
+}
+
+TEST(WasmPrefill, TinyConfigsMatchSteppingAndNativePrefill) {
+  // {n_vocab, n_ctx, n_embd, n_head, n_layer}
+  const ls_gpt2_config configs[] = {
+      {97, 48, 64, 4, 2},   // panels (C, 3C, 4C multiples of 32)
+      {131, 40, 48, 3, 3},  // 3C = 144: the streaming kernel
+      {64, 9, 32, 2, 1},    // a context filled to its end
+  };
+  uint64_t ts = 88;
+  for (size_t k = 0; k < std::size(configs); ++k) {
+    const ls_gpt2_config& c = configs[k];
+    SCOPED_TRACE("config " + std::to_string(k));
+    const auto m = MakeRandomGpt2(c, 800 + k, "prefill" + std::to_string(k));
+    std::vector<std::vector<int32_t>> contexts;
+    for (size_t n : {size_t(1), size_t(2), size_t(7), size_t(c.n_ctx)}) {
+      contexts.push_back(RandomTokens(ts, n, c.n_vocab));
+    }
+    contexts.back().back() = c.n_vocab - 1;
+    ComparePrefill(m->p.file.string(), m->w, contexts);
+    // A session sized for 4-position calls: the host and the native
+    // session run longer prompts in chunks of 4.
+    ComparePrefill(m->p.file.string(), m->w, {contexts.back()},
+                   {.max_prefix = 4, .module = {}, .module_sha256 = {}});
+  }
+}
+
+// The scalar module (the core alone) gives the same prefill bytes.
+TEST(WasmPrefill, ScalarModuleMatchesStepping) {
+  const auto m = MakeRandomGpt2({97, 48, 64, 4, 2}, 801, "prefill_scalar");
+  uint64_t ts = 89;
+  const std::string scalar =
+      fs::path(wasm_module_path()).parent_path() / "lockstep-scalar.wasm";
+  ComparePrefill(m->p.file.string(), m->w,
+                 {RandomTokens(ts, 11, 97), RandomTokens(ts, 48, 97)},
+                 {.max_prefix = 0,
+                  .module = scalar,
+                  .module_sha256 = wasm_scalar_module_sha256()});
+}
+
+TEST(WasmPrefill, HuggingFaceFixtureMatchesSteppingAndNativePrefill) {
+  const std::string hf = kSource + "/tests/data/hf-gpt2-A";
+  PackedGpt2 p;
+  p.dir = fs::temp_directory_path() /
+          ("lockstep_wasm_hf_prefill_" + std::to_string(getpid()));
+  fs::create_directories(p.dir);
+  p.file = p.dir / "hf-gpt2-A.lockstep";
+  convert_hf_to_packed(hf, p.file.string());
+  const Gpt2Weights w = load_gpt2(p.file.string());
+  std::ifstream in(hf + "/cases.json");
+  const auto cases = nlohmann::json::parse(in)["cases"];
+  std::vector<std::vector<int32_t>> contexts;
+  for (const auto& c : cases) {
+    contexts.push_back(c["input_ids"].get<std::vector<int32_t>>());
+  }
+  // And the whole context of 128 positions (more than the 32 logits rows
+  // one module call returns: the host runs it in chunks).
+  uint64_t ts = 90;
+  contexts.push_back(
+      RandomTokens(ts, size_t(w.config.n_ctx), w.config.n_vocab));
+  ComparePrefill(p.file.string(), w, contexts);
+}
+
+// Full-size 124M, seeded random weights: two contexts (kept short: each
+// module position costs about a decode step's time; the chunking past the
+// 32 logits rows is covered by the fixture's 128 positions above).
+TEST(WasmPrefill, Random124MMatchesSteppingAndNativePrefill) {
+  const ls_gpt2_config c = kGpt2_124M;
+  PackedGpt2 p;
+  p.dir = fs::temp_directory_path() /
+          ("lockstep_wasm_124m_prefill_" + std::to_string(getpid()));
+  fs::create_directories(p.dir);
+  p.file = p.dir / "random-124m.lockstep";
+  {
+    const std::vector<float> weights = random_gpt2_weights(c, 124);
+    write_gpt2_packed(p.file.string(), c, weights.data(), weights.size(),
+                      {{"source", "tests/wasm_test.cc, seed 124"}});
+  }
+  const Gpt2Weights w = load_gpt2(p.file.string());
+  uint64_t ts = 91;
+  std::vector<std::vector<int32_t>> contexts;
+  for (size_t n : {4, 13}) contexts.push_back(RandomTokens(ts, n, c.n_vocab));
+  contexts[1][4] = c.n_vocab - 1;
+  ComparePrefill(p.file.string(), w, contexts);
+}
+
+TEST(WasmPrefill, BadInputIsAnErrorAndConsumesNothing) {
+  const auto m = MakeRandomGpt2({64, 9, 32, 2, 1}, 802, "prefill_bad");
+  WasmHost host(m->p.file.string());
+  const std::vector<int32_t> ok = {1, 2, 3};
+  EXPECT_THROW(host.prefill({}), Error);
+  const std::vector<int32_t> bad = {1, 64, 2};
+  EXPECT_THROW(host.prefill(bad), Error);
+  const std::vector<int32_t> negative = {-1};
+  EXPECT_THROW(host.prefill(negative, true), Error);
+  EXPECT_EQ(host.position(), 0);
+  EXPECT_EQ(host.cache().size(), 0u);
+  host.prefill(ok);
+  const std::vector<int32_t> seven(7, 5);  // 3 + 7 > 9 positions
+  EXPECT_THROW(host.prefill(seven), Error);
+  EXPECT_EQ(host.position(), 3);
+  // The session goes on as if the errors had not happened.
+  Gpt2Session native({m->w.config, m->w.data(), m->w.words(), m->w.layout});
+  native.prefill(ok);
+  const std::vector<int32_t> six(6, 5);
+  const auto got = host.prefill(six, true);
+  const auto want = native.prefill(six, true);
+  EXPECT_TRUE(SameValues<float>(got, want));
+  const auto cache = host.cache();
+  const auto want_cache = native.cache();
+  ASSERT_EQ(cache.size(), want_cache.size() * sizeof(float));
+  EXPECT_TRUE(SameBytes(cache.data(), want_cache.data(), cache.size(), 4));
+  EXPECT_THROW(host.prefill(ok), Error);  // the context is full
   ExpectMemoryUnchanged(host);
 }
 

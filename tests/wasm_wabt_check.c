@@ -7,7 +7,9 @@
  *
  * With --gpt2 PACKED.lockstep (the Hugging Face fixture, packed), the
  * same for GPT-2: the logits of every cached step, the KV cache and the
- * full-prefix pass against core/ls_gpt2.c.
+ * full-prefix pass against core/ls_gpt2.c; and the module's batched
+ * prefill (issue 8) in chunks of 1, 5 and 8 positions (every position's
+ * logits) and after 7 positions (the last one's) against those steps.
  *
  *   wasm_wabt_check TINY.lockstep ... [--gpt2 PACKED.lockstep]
  *   (exit 0: all equal) */
@@ -253,6 +255,8 @@ static int check_gpt2(const char* path) {
   float* cache = calloc(cache_floats, 4);
   float* scratch = malloc(scratch_floats * 4);
   float* want = malloc((size_t)c.n_vocab * 4);
+  float* stepped = malloc((size_t)n * (size_t)c.n_vocab * 4);
+  const size_t V4 = (size_t)c.n_vocab * 4;
   int failures = 0;
   for (int t = 0; t < n && !failures; ++t) {
     char what[64];
@@ -264,6 +268,7 @@ static int check_gpt2(const char* path) {
                      (size_t)c.n_vocab * 4)) {
       ++failures;
     }
+    memcpy((char*)stepped + (size_t)t * V4, want, V4);
   }
   if (!failures && !same_floats("KV cache", env.memory.data + plan[P_CACHE],
                                 cache, (size_t)n * row * 4)) {
@@ -278,14 +283,48 @@ static int check_gpt2(const char* path) {
                     (size_t)c.n_vocab * 4))) {
     ++failures;
   }
+  /* Prefill over the same cache, from position 0: chunks of 1, 5 and 8
+   * positions with every position's logits (n = 14 <= the 32 rows). */
+  static const int chunks[] = {1, 5, 8};
+  for (int k = 0, at = 0; k < 3 && !failures; at += chunks[k++]) {
+    char what[64];
+    snprintf(what, sizeof what, "%s: prefill of %d at %d", path, chunks[k], at);
+    memcpy(env.memory.data + plan[P_TOKENS], tokens + at,
+           (size_t)chunks[k] * 4);
+    if (Z_lswZ_prefill(&inst, (u32)chunks[k], (u32)at, 1) != 0 ||
+        !same_floats(what, env.memory.data + plan[P_LOGITS],
+                     (char*)stepped + (size_t)at * V4,
+                     (size_t)chunks[k] * V4)) {
+      ++failures;
+    }
+  }
+  if (!failures &&
+      !same_floats("KV cache after prefill", env.memory.data + plan[P_CACHE],
+                   cache, (size_t)n * row * 4)) {
+    ++failures;
+  }
+  /* A partly filled cache: positions 7 .. 13 in one call, last logits. */
+  memcpy(env.memory.data + plan[P_TOKENS], tokens + 7, (size_t)(n - 7) * 4);
+  if (!failures &&
+      (Z_lswZ_prefill(&inst, (u32)(n - 7), 7, 0) != 0 ||
+       !same_floats("prefill after 7", env.memory.data + plan[P_LOGITS],
+                    (char*)stepped + (size_t)(n - 1) * V4, V4) ||
+       !same_floats("KV cache after the second prefill",
+                    env.memory.data + plan[P_CACHE], cache,
+                    (size_t)n * row * 4))) {
+    ++failures;
+  }
   failures += release(&inst, &env, pages, path);
+  free(stepped);
   free(cache);
   free(scratch);
   free(want);
   free(w);
   if (!failures) {
-    printf("ok   %s: %d cached steps, the cache and the full prefix equal\n",
-           path, n);
+    printf(
+        "ok   %s: %d cached steps, the cache, the full prefix and the "
+        "prefills equal\n",
+        path, n);
   }
   return failures;
 }
