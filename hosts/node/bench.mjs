@@ -2,12 +2,16 @@
 // WASM-in-Node vs native single-thread decode, measured in one run
 // (docs/wasm.md, docs/benchmarks.md "WebAssembly"):
 //   node hosts/node/bench.mjs --model M.lockstep [--native BIN] [--prompt 16]
-//        [--steps 32] [--rounds 5]
-// Each round times `steps` cached steps after a `prompt`-token prefill in
+//        [--steps 32] [--rounds 5] [--prefill 128] [--prefill-rounds 3]
+// Each round times `steps` cached steps after a `prompt`-token prompt in
 // this process (the module) and in wasm_decode_bench (the native CPU
 // backend, one thread), alternating, so both see the same machine state.
 // Prints per-round medians and the ratio native ms / wasm ms (1.0: as fast
 // as native).
+// Then, in the module only, a `prefill`-token prompt fed two ways from an
+// empty cache, alternating in each round: one batched prefill, and one
+// cached step per token (the same bits); the ratio is stepping ms /
+// prefill ms (--prefill 0 skips this).
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { cpus } from 'node:os';
@@ -18,6 +22,7 @@ import { parseArgs, intOption } from './args.mjs';
 const a = parseArgs(process.argv.slice(2), {
   model: { alias: '-m' }, native: {}, prompt: { def: '16' },
   steps: { def: '32' }, rounds: { def: '5' }, module: {},
+  prefill: { def: '128' }, 'prefill-rounds': { def: '3' },
   'module-sha256': {},
 }, 'bench');
 if (a.model === undefined) {
@@ -28,6 +33,9 @@ if (a.model === undefined) {
 const prompt = intOption(a.prompt, '--prompt', 1, 1000);
 const steps = intOption(a.steps, '--steps', 1, 1000);
 const rounds = intOption(a.rounds, '--rounds', 1, 100);
+const prefillN = intOption(a.prefill, '--prefill', 0, 1 << 20);
+const prefillRounds = intOption(a['prefill-rounds'], '--prefill-rounds', 1,
+                                100);
 const native = a.native ?? resolve(hostDir, '..', '..', 'build', 'wasm',
                                    'wasm_decode_bench');
 
@@ -35,7 +43,12 @@ const median = (v) => [...v].sort((x, y) => x - y)[v.length >> 1];
 let s;
 try {
   s = Session.open(a.model, { module: a.module, moduleSha:
-                              a['module-sha256'], maxPrefix: 1 });
+                              a['module-sha256'],
+                              maxPrefix: Math.max(1, prefillN) });
+  if (prompt + steps > s.nCtx || prefillN > s.nCtx) {
+    throw new Error(`--prompt + --steps and --prefill must fit the ` +
+                    `context of ${s.nCtx}`);
+  }
 } catch (e) {
   process.stderr.write(`bench: ${e.message}\n`);
   process.exit(1);
@@ -55,6 +68,20 @@ function wasmRound() {
   return median(ms);
 }
 
+// The prompt of `prefillN` tokens: one prefill, or a step per token.
+function prefillRound() {
+  const tokens = Array.from({ length: prefillN }, (_, i) => tok(i));
+  s.reset();
+  let t0 = process.hrtime.bigint();
+  s.prefill(tokens);
+  const prefillMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  s.reset();
+  t0 = process.hrtime.bigint();
+  for (const t of tokens) s.step(t);
+  const stepMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  return { prefillMs, stepMs, ratio: stepMs / prefillMs };
+}
+
 function nativeRound() {
   const out = execFileSync(native, ['--model', a.model, '--prompt',
     String(prompt), '--steps', String(steps)], { encoding: 'utf8' });
@@ -72,6 +99,16 @@ for (let r = 0; r < rounds; ++r) {
       `native (${n.backend}) ${n.ms.toFixed(2)} ms/token, ratio ` +
       `${(n.ms / w).toFixed(3)}\n`);
 }
+const prefillResults = [];
+if (prefillN > 0) {
+  for (let r = 0; r < prefillRounds; ++r) {
+    const p = prefillRound();
+    prefillResults.push(p);
+    process.stderr.write(`prefill round ${r + 1}: ${prefillN} tokens, ` +
+        `prefill ${p.prefillMs.toFixed(0)} ms, stepping ` +
+        `${p.stepMs.toFixed(0)} ms, ratio ${p.ratio.toFixed(3)}\n`);
+  }
+}
 s.assertMemoryUnchanged();
 const summary = {
   model: a.model,
@@ -86,4 +123,13 @@ const summary = {
   native_ms_per_token: median(results.map((x) => x.native)),
   ratio_native_over_wasm: median(results.map((x) => x.ratio)),
 };
+if (prefillN > 0) {
+  Object.assign(summary, {
+    prefill_tokens: prefillN,
+    prefill_rounds: prefillRounds,
+    wasm_prefill_ms: median(prefillResults.map((x) => x.prefillMs)),
+    wasm_stepping_ms: median(prefillResults.map((x) => x.stepMs)),
+    ratio_stepping_over_prefill: median(prefillResults.map((x) => x.ratio)),
+  });
+}
 process.stdout.write(JSON.stringify(summary, null, 1) + '\n');
