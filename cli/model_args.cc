@@ -1,6 +1,8 @@
 #include "cli/model_args.h"
 
 #include <filesystem>
+#include <string>
+#include <thread>
 
 #include "formats/checkpoint.h"
 #include "lockstep/error.h"
@@ -8,6 +10,14 @@
 
 namespace lockstep::cli {
 namespace {
+
+// The CPU backend's largest team (backends/cpu/cpu_backend.cc).
+constexpr int kMaxThreads = 256;
+
+int all_cores() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : int(n);
+}
 
 bool is_tiny_name(const std::string& s) {
   return s == "tiny4" || s == "tiny64" || s == "tiny128";
@@ -55,9 +65,17 @@ void add_backend_options(CLI::App& app, std::string& backend, int& threads) {
                  "or wasm (the WebAssembly module in Node.js; GPT-2 and the "
                  "tiny models); all give the same bits")
       ->capture_default_str();
-  app.add_option("--threads", threads, "GPT-2: 1 or 2")
-      ->check(CLI::Range(1, 2))
-      ->capture_default_str();
+  // 0 (the default) is every core: the session resolves it
+  // (Gpt2SessionOptions). The reference and the WebAssembly module run on
+  // one thread whatever is asked.
+  threads = 0;
+  app.add_option("--threads", threads,
+                 "GPT-2 on a cpu backend: compute threads, 1 to " +
+                     std::to_string(kMaxThreads) +
+                     "; 0 or absent: all cores (" +
+                     std::to_string(all_cores()) +
+                     " here). The logits do not depend on it.")
+      ->check(CLI::Range(0, kMaxThreads));
 }
 
 }  // namespace lockstep::cli

@@ -23,7 +23,8 @@ struct ModelArgs {
   std::string label() const { return weights.empty() ? model : weights; }
 };
 
-// --backend and --threads, for the commands that run GPT-2.
+// --backend and --threads, for the commands that run GPT-2. Sets threads
+// to 0 (all cores, resolved by Gpt2Session) as the default.
 void add_backend_options(CLI::App& app, std::string& backend, int& threads);
 
 }  // namespace lockstep::cli

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <thread>
 
 #include "backends/backend.h"
 #include "lockstep/error.h"
@@ -9,6 +10,12 @@ namespace {
 
 void check(ls_status s, const std::string& what) {
   if (s != LS_OK) throw Error(what + ": " + ls_status_message(s));
+}
+
+// Gpt2SessionOptions::threads = 0: one thread per hardware thread.
+int all_cores() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : int(n);
 }
 
 }  // namespace
@@ -37,7 +44,9 @@ Gpt2Session::Gpt2Session(const Gpt2View& view, const Gpt2SessionOptions& o)
   }
   max_prefix_ = o.max_prefix > 0 ? std::min(o.max_prefix, c.n_ctx) : c.n_ctx;
   backend_ = make_gpt2_backend(o.backend, c, view.weights, view.words,
-                               o.backend == "reference" ? 1 : o.threads,
+                               o.backend == "reference" ? 1
+                               : o.threads == 0         ? all_cores()
+                                                        : o.threads,
                                max_prefix_, view.layout);
   memory_ = gpt2_memory_plan(c, max_prefix_);
   memory_.scratch = backend_->extra_memory_bytes();

@@ -1,7 +1,7 @@
 // Every GPT-2 backend (backends/backend.h) against the scalar reference
 // (core/ls_gpt2.c), byte for byte: every logit and every cache word, via the
 // cached step and via the full-prefix pass, for every ISA this machine can
-// run and for 1 and 2 threads (docs/arithmetic.md §1.7: vector width,
+// run and for 1, 2, 3, 4 and 8 threads (docs/arithmetic.md §1.7: vector width,
 // thread count and tiling do not change the result). Also the kernels one
 // by one against the core functions they replace, on inputs chosen to hit
 // every branch.
@@ -102,10 +102,30 @@ struct Variant {
   int threads;
 };
 
+// The thread counts every fast backend is checked with: 3 is not a power of
+// two, and 4 and 8 split the K of the decode products along the §2.1
+// blocks (cpu_backend.cc's split_k: 2 to 16 block groups per panel on the
+// small configs, 2 and 4 on 124M). More threads than cores is fine.
+constexpr int kThreadCounts[] = {1, 2, 3, 4, 8};
+
 std::vector<Variant> FastVariants() {
   std::vector<Variant> v;
   for (const auto& isa : lockstep::cpu::supported_isas()) {
+    for (int threads : kThreadCounts) v.push_back({"cpu-" + isa, threads});
+  }
+  return v;
+}
+
+// For the full-size 124M and the 1,024-step narrow model: every ISA with
+// 1 and 2 threads, and the default ISA with the other counts (sanitizer
+// builds are 10x slower, and each variant here is thousands of steps).
+std::vector<Variant> FullSizeVariants() {
+  std::vector<Variant> v;
+  for (const auto& isa : lockstep::cpu::supported_isas()) {
     for (int threads : {1, 2}) v.push_back({"cpu-" + isa, threads});
+  }
+  for (int threads : kThreadCounts) {
+    if (threads > 2) v.push_back({"cpu", threads});
   }
   return v;
 }
@@ -299,6 +319,46 @@ TEST_P(Kernels, MatvecPairIsLsMatvec32) {
       k().matvec_pair(x.data(), p0.data(), nullptr, b, n_in, one.data());
       EXPECT_TRUE(BytesEqual(one.data(), want.data(), 64)) << "n_in " << n_in;
       for (size_t j = 64; j < 128; ++j) EXPECT_TRUE(std::isnan(one[j])) << j;
+    }
+  }
+}
+
+// Split K: the block sums of any run of §2.1 blocks, combined by the §2.1
+// tree and then the bias (as the backend does), are ls_matvec32's bits;
+// nothing is written outside the blocks asked for.
+TEST_P(Kernels, MatvecBlocksCombinedIsLsMatvec32) {
+  ASSERT_NE(k().matvec_blocks, nullptr);
+  std::mt19937_64 rng(15);
+  for (int n_in : {16, 768, 3072}) {
+    const auto w = Uniform(rng, size_t(n_in) * 64, -1, 1);  // one panel
+    const auto bias = Uniform(rng, 64, -1, 1);
+    const auto x = Uniform(rng, size_t(n_in), -1, 1);
+    std::vector<float> partial(16 * 64), want(64);
+    ls_matvec32(x.data(), w.data(), bias.data(), n_in, 64, partial.data(),
+                want.data());
+    for (int groups : {1, 2, 4, 8, 16}) {
+      const int per = 16 / groups;
+      std::vector<float> part(18 * 64, NAN);  // one guard block each side
+      for (int g = groups - 1; g >= 0; --g) {
+        k().matvec_blocks(x.data(), w.data(), n_in, g * per, g * per + per,
+                          part.data() + 64 + size_t(g * per) * 64);
+      }
+      for (size_t j = 0; j < 64; ++j) {
+        EXPECT_TRUE(std::isnan(part[j]) && std::isnan(part[17 * 64 + j]));
+      }
+      float* s = part.data() + 64;
+      for (int h = 8; h >= 1; h /= 2) {
+        for (int i = 0; i < h; ++i) {
+          for (size_t j = 0; j < 64; ++j) {
+            s[size_t(i) * 64 + j] =
+                s[size_t(i) * 64 + j] + s[size_t(i + h) * 64 + j];
+          }
+        }
+      }
+      std::vector<float> got(64);
+      for (size_t j = 0; j < 64; ++j) got[j] = s[j] + bias[j];
+      EXPECT_TRUE(BytesEqual(got, want))
+          << "n_in " << n_in << ", " << groups << " groups";
     }
   }
 }
@@ -507,6 +567,8 @@ TEST(BackendFactory, RejectsWhatItCannotRun) {
                lockstep::Error);
   EXPECT_THROW(make_gpt2_backend("cpu", c, w.data(), w.size(), 0, 0),
                lockstep::Error);
+  EXPECT_THROW(make_gpt2_backend("cpu", c, w.data(), w.size(), 257, 0),
+               lockstep::Error);
   EXPECT_THROW(make_gpt2_backend("reference", c, w.data(), w.size(), 2, 0),
                lockstep::Error);
   EXPECT_THROW(make_gpt2_backend("cpu", c, w.data(), w.size() - 1, 1, 0),
@@ -537,7 +599,7 @@ TEST(Gpt2_124M, EveryBackendBytesEqualToReference) {
   const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
   const int late = 40;
   std::vector<float> late_cache, late_want(V);
-  for (const auto& v : FastVariants()) {
+  for (const auto& v : FullSizeVariants()) {
     auto fast = make_gpt2_backend(v.name, c, w.data(), w.size(), v.threads, 8);
     const Trace got = RunTrace(*fast, c, first8, {8});
     ExpectSameTrace(got, want, fast->name() + " (124M)");
@@ -627,7 +689,7 @@ TEST(LongContext, NarrowModelEveryPositionTo1023) {
         << "reference: full pass over " << prefixes[i]
         << " tokens against its cached step";
   }
-  for (const auto& v : FastVariants()) {
+  for (const auto& v : FullSizeVariants()) {
     auto fast = make_gpt2_backend(v.name, c, w.data(), w.size(), v.threads, 0);
     ExpectSameTrace(RunTrace(*fast, c, tokens, prefixes), want, fast->name());
   }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/backend.h"
@@ -89,7 +90,9 @@ struct Variant {
 std::vector<Variant> AllVariants() {
   std::vector<Variant> v{{"reference", 1}};
   for (const auto& isa : lockstep::cpu::supported_isas()) {
-    for (int threads : {1, 2, 3}) v.push_back({"cpu-" + isa, threads});
+    for (int threads : {1, 2, 3, 4, 8}) {
+      v.push_back({"cpu-" + isa, threads});
+    }
   }
   return v;
 }
@@ -321,6 +324,23 @@ TEST(SessionPrefill, ChunkedByMaxPrefixEqualsSteps) {
     EXPECT_TRUE(BytesEqual(l.data(), want.logits.data() + 39 * V, V));
     EXPECT_TRUE(BytesEqual(s.cache().data(), want.cache.data(), 40 * row));
   }
+}
+
+// Gpt2SessionOptions::threads = 0 (the default) is one thread per
+// hardware thread; the reference runs on one whatever is asked.
+TEST(SessionThreads, ZeroMeansEveryCore) {
+  const ls_gpt2_config c = {50, 8, 32, 2, 1};
+  const auto w = lockstep::random_gpt2_weights(c, 3);
+  const unsigned hw = std::thread::hardware_concurrency();
+  const std::string all = std::to_string(hw == 0 ? 1u : hw);
+  EXPECT_EQ(lockstep::Gpt2SessionOptions{}.threads, 0);
+  lockstep::Gpt2Session s({c, w.data(), w.size()});
+  EXPECT_TRUE(s.backend_name().ends_with(" x" + all)) << s.backend_name();
+  lockstep::Gpt2Session r({c, w.data(), w.size()}, {"reference", 0, 0});
+  lockstep::Gpt2Session three({c, w.data(), w.size()}, {"cpu", 3, 0});
+  EXPECT_TRUE(three.backend_name().ends_with(" x3")) << three.backend_name();
+  EXPECT_THROW(lockstep::Gpt2Session({c, w.data(), w.size()}, {"cpu", -1, 0}),
+               lockstep::Error);
 }
 
 // Full-size GPT-2 124M (seeded random weights): the reference's 40 cached

@@ -15,9 +15,12 @@
 // each matrix product and after attention. Within a phase the members
 // claim units of work (column tiles, heads) from a shared counter, so a
 // member that is slower (memory is not shared evenly, the OS preempts one)
-// simply does fewer. A unit is a set of whole outputs: no sum is ever
-// divided between threads, and the result does not depend on the thread
-// count or on who computed what.
+// simply does fewer. A unit is a set of whole outputs, or, when a decode
+// product has fewer panels than the team needs, whole §2.1 blocks of a
+// panel's outputs (split K), whose 16 block sums one member then combines
+// by the §2.1 tree in its fixed order: every output's operations are the
+// reference's, so the result does not depend on the thread count or on
+// who computed what.
 #include "backends/cpu/cpu_backend.h"
 
 #include <algorithm>
@@ -35,6 +38,9 @@ namespace lockstep::backends {
 namespace {
 
 using cpu::CpuKernels;
+
+// The largest team a backend makes (the default is every core).
+constexpr int kMaxThreads = 256;
 
 // [begin, end) of member m's share of n items (LayerNorm over positions).
 struct Range {
@@ -65,6 +71,10 @@ static_assert(kPanel == LS_GPT2_PANEL, "the PANEL64 layout is read in place");
 
 size_t panels(int n) { return (size_t(n) + kPanel - 1) / kPanel; }
 
+// Panels whose K a decode product may split (those of the block
+// matrices; never the head's): the widest, c_fc's.
+size_t split_panels(const ls_gpt2_config& c) { return panels(4 * c.n_embd); }
+
 // Floats of one layer's repacked matrices (c_attn, c_proj, c_fc, MLP
 // c_proj: 12 C^2) and their offsets in it.
 size_t layer_floats(size_t C) { return 12 * C * C; }
@@ -81,7 +91,7 @@ LayerPanels layer_panels(size_t C) {
 // output for the cached step and a score row of n_ctx per head; the
 // repacked matrices of every layer and the repacked head.
 struct Layout {
-  size_t x, h, qkv, a, f, y, xm, hm, score, blocks, head, total;
+  size_t x, h, qkv, a, f, y, xm, hm, score, part, blocks, head, total;
 };
 // in_place: the weights are already PANEL64 (core/ls_gpt2_layout.h) and
 // are read where they are, so no repacked copy is allocated.
@@ -102,6 +112,9 @@ Layout layout(const ls_gpt2_config& c, int positions, int members,
   l.xm = o, o += M * round(C);
   l.hm = o, o += M * round(C);
   l.score = o, o += M * round(size_t(c.n_head) * size_t(c.n_ctx));
+  // Split K (several members): 16 block sums of 64 outputs per panel of
+  // the widest block matrix (c_fc, 4C columns).
+  l.part = o, o += M > 1 ? split_panels(c) * 16 * kPanel : 0;
   l.blocks = o, o += in_place ? 0 : size_t(c.n_layer) * layer_floats(C);
   l.head = o, o += in_place ? 0 : size_t(c.n_vocab) * C;
   l.total = o;
@@ -129,9 +142,11 @@ class CpuBackend final : public Gpt2Backend {
         positions_(positions_for(c, max_prefix)),
         lay_(layout(c, positions_, pool_.size(), in_place)),
         counters_(new std::atomic<int>[size_t(kPerLayer * c.n_layer + 1)]),
+        panel_done_(new std::atomic<int>[split_panels(c)]),
         // On 2 MB pages: the repacked matrices (494 MB for 124M) are
         // streamed once per token.
         buf_(lay_.total) {
+    for (size_t i = 0; i < split_panels(c); ++i) panel_done_[i].store(0);
     if (!in_place_) repack_all();
   }
 
@@ -193,6 +208,8 @@ class CpuBackend final : public Gpt2Backend {
  private:
   // Work counters per layer: the four matrix products and attention.
   static constexpr int kPerLayer = 5;
+  // Split K aims at this many units per member in a decode product.
+  static constexpr int kSplitUnitsPerMember = 4;
   enum Phase { kAttnIn = 0, kAttend = 1, kProj = 2, kFc = 3, kOut = 4 };
 
   // One forward pass: n positions starting at `first`. With a cache (the
@@ -206,7 +223,6 @@ class CpuBackend final : public Gpt2Backend {
     float* cache;
     float* logits;
     bool all;
-    bool nonfinite[64] = {};
   };
 
   ls_status run(Pass& p) {
@@ -225,11 +241,10 @@ class CpuBackend final : public Gpt2Backend {
         head(p, m);
       }
     };
+    nonfinite_.store(false, std::memory_order_relaxed);
     pool_.run(job);
-    for (int m = 0; m < pool_.size(); ++m) {
-      if (p.nonfinite[m]) return LS_ERR_OUTPUT_NONFINITE;
-    }
-    return LS_OK;
+    return nonfinite_.load(std::memory_order_relaxed) ? LS_ERR_OUTPUT_NONFINITE
+                                                      : LS_OK;
   }
 
   std::atomic<int>& counter(int layer, Phase ph) {
@@ -406,13 +421,14 @@ class CpuBackend final : public Gpt2Backend {
     const float* h = buf_.data() + lay_.hm + size_t(m) * lay_stride_c();
     std::atomic<int>& next = counters_[size_t(kPerLayer * c.n_layer)];
     float* logits = p.logits;
-    bool& nonfinite = p.nonfinite[m];
+    bool nonfinite = false;
     matvec(next, h, head_panels(), nullptr, c.n_embd, c.n_vocab, logits,
            [&](int o0, int width) {
              for (int v = o0; v < o0 + width; ++v) {
                if (!(logits[v] - logits[v] == 0.0f)) nonfinite = true;
              }
            });
+    if (nonfinite) nonfinite_.store(true, std::memory_order_relaxed);
   }
 
   // Every position's logits (p.all): the head over the n rows of Hn, as a
@@ -427,9 +443,11 @@ class CpuBackend final : public Gpt2Backend {
            nullptr, c.n_embd, c.n_vocab, p.logits, V, false);
     pool_.barrier();
     const Range r = share(p.n, m, pool_.size());
+    bool nonfinite = false;
     for (size_t i = size_t(r.begin) * V; i < size_t(r.end) * V; ++i) {
-      if (!(p.logits[i] - p.logits[i] == 0.0f)) p.nonfinite[m] = true;
+      if (!(p.logits[i] - p.logits[i] == 0.0f)) nonfinite = true;
     }
+    if (nonfinite) nonfinite_.store(true, std::memory_order_relaxed);
   }
 
   // The output head's panels (wte^T): the weights themselves when they are
@@ -499,12 +517,18 @@ class CpuBackend final : public Gpt2Backend {
   // 768-deep panels is ~15 us of reading; half a unit lost per product and
   // member was ~4% of a step). A single member takes pairs throughout. A
   // last panel narrower than 64 columns goes through the general product.
+  // With more members than that gives units (split_k()), the product's K
+  // is split along the 16 §2.1 blocks instead (matvec_split).
   // after(o0, width) runs on each unit's outputs once computed.
   template <class After>
   void matvec(std::atomic<int>& next, const float* x, const float* w,
               const float* bias, int n_in, int n_out, float* y, After after) {
     const int np = int(panels(n_out)), full = n_out / kPanel;
     const int members = pool_.size();
+    if (const int groups = split_k(full, n_in); groups > 1) {
+      matvec_split(next, groups, x, w, bias, n_in, n_out, y, after);
+      return;
+    }
     const int reserve = members > 1 ? std::min(full, 2 * members) : full % 2;
     const int pairs = (full - reserve) / 2;  // of full panels only
     const int units = pairs + (np - 2 * pairs);
@@ -523,6 +547,73 @@ class CpuBackend final : public Gpt2Backend {
                   0);
       }
       after(o0, width);
+    }
+  }
+
+  // Groups of §2.1 blocks per panel for a decode product of `full` whole
+  // panels: 1 (whole panels, no split) while that gives every member about
+  // 4 units or more, else the fewest of 2, 4, 8, 16 that does.
+  int split_k(int full, int n_in) const {
+    const int members = pool_.size();
+    if (members == 1 || !k_.matvec_blocks || n_in % 16 != 0 || full < 1 ||
+        size_t(full) > split_panels(c_)) {
+      return 1;
+    }
+    int g = 1;
+    while (g < 16 && full * g < kSplitUnitsPerMember * members) g *= 2;
+    return g;
+  }
+
+  // Split K: a unit is one whole panel's §2.1 blocks [b0, b1), b1 - b0 =
+  // 16 / groups; its block sums go to the shared partials (16 x 64 floats
+  // per panel). The member that finishes a panel's last group (a counter
+  // per panel) combines its 16 block sums by the §2.1 tree, s[i] = s[i] +
+  // s[i + h] for h = 8, 4, 2, 1, adds the bias, and runs after() on it:
+  // exactly the unsplit kernel's operations on each output, so the bits do
+  // not depend on the split. A last panel narrower than 64 columns is one
+  // unsplit unit at the end.
+  template <class After>
+  void matvec_split(std::atomic<int>& next, int groups, const float* x,
+                    const float* w, const float* bias, int n_in, int n_out,
+                    float* y, After after) {
+    const int full = n_out / kPanel, np = int(panels(n_out));
+    const int units = full * groups + (np - full);
+    const int per = 16 / groups;
+    const size_t K = size_t(n_in);
+    float* part = buf_.data() + lay_.part;
+    std::atomic<int>* done = panel_done_.get();
+    for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+      if (u >= full * groups) {  // the narrow last panel
+        const int o0 = full * kPanel, width = n_out - o0;
+        k_.matmul(x, 0, 1, w + size_t(o0) * K, bias ? bias + o0 : nullptr, n_in,
+                  width, 0, width, y + o0, 0);
+        after(o0, width);
+        continue;
+      }
+      // Panel-major, so that the first units of every panel go first.
+      const int pn = u / groups, g = u % groups;
+      float* pp = part + size_t(pn) * 16 * kPanel;
+      k_.matvec_blocks(x, w + size_t(pn) * kPanel * K, n_in, g * per,
+                       g * per + per, pp + size_t(g * per) * kPanel);
+      if (done[pn].fetch_add(1, std::memory_order_acq_rel) != groups - 1) {
+        continue;
+      }
+      done[pn].store(0, std::memory_order_relaxed);  // for the next product
+      for (int h = 8; h >= 1; h /= 2) {
+        for (int i = 0; i < h; ++i) {
+          float* si = pp + size_t(i) * kPanel;
+          const float* sh = pp + size_t(i + h) * kPanel;
+          for (int j = 0; j < kPanel; ++j) si[j] = si[j] + sh[j];
+        }
+      }
+      const int o0 = pn * kPanel;
+      float* yo = y + o0;
+      if (bias) {
+        for (int j = 0; j < kPanel; ++j) yo[j] = pp[j] + bias[o0 + j];
+      } else {
+        std::copy(pp, pp + kPanel, yo);
+      }
+      after(o0, kPanel);
     }
   }
 
@@ -584,6 +675,9 @@ class CpuBackend final : public Gpt2Backend {
   int positions_;
   Layout lay_;
   std::unique_ptr<std::atomic<int>[]> counters_;
+  // Split K: per panel, the block groups finished in the current product.
+  std::unique_ptr<std::atomic<int>[]> panel_done_;
+  std::atomic<bool> nonfinite_{false};  // a non-finite logit in this pass
   HugeFloats buf_;
 };
 
@@ -607,8 +701,9 @@ std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
   (void)words;  // checked by make_gpt2_backend
   const CpuKernels* k = cpu::kernels_for(isa);
   if (!k) throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
-  if (threads < 1 || threads > 64) {
-    throw Error("GPT-2 backend: threads must be 1 .. 64, not " +
+  if (threads < 1 || threads > kMaxThreads) {
+    throw Error("GPT-2 backend: threads must be 1 .. " +
+                std::to_string(kMaxThreads) + ", not " +
                 std::to_string(threads));
   }
   return std::make_unique<CpuBackend>(c, weights, *k, threads, max_prefix,

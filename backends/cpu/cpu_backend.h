@@ -1,7 +1,8 @@
 // The fast CPU backend: the §6 forward of core/ls_gpt2.c with every matrix
 // product register-tiled and vectorized across outputs, on a fixed team of
-// threads that split outputs (never the terms of one sum), on one ISA's
-// kernel table chosen at creation.
+// threads that split outputs (or a product's K along whole §2.1 blocks,
+// combined in the spec's tree), on one ISA's kernel table chosen at
+// creation.
 #ifndef LOCKSTEP_BACKENDS_CPU_CPU_BACKEND_H_
 #define LOCKSTEP_BACKENDS_CPU_CPU_BACKEND_H_
 
@@ -14,7 +15,7 @@ namespace lockstep::backends {
 
 // weights_layout PANEL64: the matrices and the head are read in place (no
 // repacked copy). isa: "avx512" | "avx2" | "generic" (must be supported:
-// cpu/cpu_isa.h).
+// cpu/cpu_isa.h). threads: 1 .. 256.
 std::unique_ptr<Gpt2Backend> make_cpu_backend(
     const ls_gpt2_config& c, const float* weights, size_t words,
     const std::string& isa, int threads, int max_prefix,

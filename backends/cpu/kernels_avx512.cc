@@ -34,7 +34,7 @@ constexpr CpuKernels kTable = {
     "avx512",          VecAvx512::W,
     matmul_avx512,     matvec_pair<VecAvx512>,
     gelu<VecAvx512>,   exp_n<VecAvx512>,
-    attend<VecAvx512>,
+    attend<VecAvx512>, matvec_blocks<VecAvx512>,
 };
 
 }  // namespace

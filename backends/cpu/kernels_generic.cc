@@ -30,7 +30,7 @@ constexpr CpuKernels kTable = {
     "generic",          VecGeneric::W,
     matmul_generic,     matvec_pair<VecGeneric>,
     gelu<VecGeneric>,   exp_n<VecGeneric>,
-    attend<VecGeneric>,
+    attend<VecGeneric>, matvec_blocks<VecGeneric>,
 };
 
 }  // namespace

@@ -228,6 +228,62 @@ void matvec_pair(const float* x, const float* p0, const float* p1,
   }
 }
 
+// Split K (decode with more members than panels): the §2.1 block sums of
+// blocks [b0, b1) of one position against one 64-column panel p ([n_in,
+// 64], rows contiguous, n_in a multiple of 16): part[(b - b0) * 64 + j] =
+// block b's sum for output j, from +0.0 with k in increasing order, as
+// matvec_pair_tile computes it (the same per-lane operations and page
+// touch-ahead). The caller combines the 16 blocks of each output by the
+// §2.1 tree and then adds the bias, exactly as the unsplit kernel does.
+template <class V>
+void matvec_blocks(const float* x, const float* p, int n_in, int b0, int b1,
+                   float* part) {
+  using reg = typename V::reg;
+  constexpr int W = V::W, PW = 64;
+  static_assert(PW % W == 0, "a panel is whole vectors");
+  constexpr int NA = PW / W;
+  const int L = n_in / 16;
+  for (int b = b0; b < b1; ++b) {
+    const size_t r0 = size_t(b) * size_t(L);
+    const float* w0 = p + r0 * PW;
+    const float* xk = x + r0;
+    if constexpr (NA <= 8) {
+      reg acc[NA];
+#pragma GCC unroll 32
+      for (int v = 0; v < NA; ++v) acc[v] = V::zero();
+      for (int k = 0; k < L; ++k, w0 += PW) {
+        if ((k & 15) == 0) __builtin_prefetch(w0 + 32 * PW, 0, 2);
+        const reg xb = V::set1(xk[k]);
+#pragma GCC unroll 32
+        for (int v = 0; v < NA; ++v) {
+          acc[v] = V::add(acc[v], V::mul(xb, V::load(w0 + v * W)));
+        }
+      }
+      float* out = part + size_t(b - b0) * PW;
+#pragma GCC unroll 32
+      for (int v = 0; v < NA; ++v) V::store(out + v * W, acc[v]);
+    } else {
+      // Narrow vectors: 8 at a time across the panel's columns.
+      float* out = part + size_t(b - b0) * PW;
+      for (int c = 0; c < PW; c += 8 * W) {
+        reg acc[8];
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; ++v) acc[v] = V::zero();
+        const float* wk = w0 + c;
+        for (int k = 0; k < L; ++k, wk += PW) {
+          const reg xb = V::set1(xk[k]);
+#pragma GCC unroll 8
+          for (int v = 0; v < 8; ++v) {
+            acc[v] = V::add(acc[v], V::mul(xb, V::load(wk + v * W)));
+          }
+        }
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; ++v) V::store(out + c + v * W, acc[v]);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Element-wise §3 functions, W elements at a time.
 template <class V>

@@ -10,32 +10,63 @@
 namespace lockstep::cpu {
 namespace {
 
-// Every wait spins this many rounds (about 100 us: longer than the
-// imbalance between two members of one phase) before sleeping in
-// atomic::wait (a futex on Linux). Sleeping matters when the machine is
-// oversubscribed: a spinning member would burn the time slice its partner
-// needs to arrive.
+// Every wait spins up to `rounds` pauses (about 100 us for a barrier:
+// longer than the imbalance between two members of one phase), then yields
+// the processor a few times, then sleeps in atomic::wait (a futex on
+// Linux). Sleeping matters when the machine is oversubscribed: a spinning
+// member would burn the time slice its partner needs to arrive. With more
+// members than hardware threads the spin is cut to a few rounds, since the
+// member being waited for is then likely to be waiting for a processor.
 // (A pause is about 25 ns on the machine of docs/cpu-backend.md.) Workers
 // waiting for the next job spin longer, about a millisecond: a generation
-// loop calls step() again after a few microseconds of sampling.
+// loop calls step() again after a few microseconds of sampling. The spin
+// also adapts to the load (t_spin_budget below).
 constexpr int kSpinRounds = 4000;
 constexpr int kJobSpinRounds = 40000;
+constexpr int kOversubscribedSpinRounds = 64;
+constexpr int kYieldRounds = 8;
+
+// This thread's spin budget, adapted to the machine: a wait that had to
+// sleep halves it (down to kOversubscribedSpinRounds), one that ended while
+// spinning doubles it (up to the caller's rounds). On a quiet machine it
+// stays at the full spin; on one loaded by other work (a shared test
+// machine) the members stop burning the time slices their partners need.
+thread_local int t_spin_budget = kSpinRounds;
 
 // Waits until a.load() != old.
 template <class T>
-void await_change(const std::atomic<T>& a, T old, int rounds = kSpinRounds) {
-  for (int i = 0; i < rounds; ++i) {
-    if (a.load(std::memory_order_acquire) != old) return;
+void await_change(const std::atomic<T>& a, T old, int rounds) {
+  const int spin = rounds < t_spin_budget ? rounds : t_spin_budget;
+  for (int i = 0; i < spin; ++i) {
+    if (a.load(std::memory_order_acquire) != old) {
+      if (t_spin_budget < rounds) t_spin_budget *= 2;
+      return;
+    }
     LOCKSTEP_PAUSE();
+  }
+  if (t_spin_budget > kOversubscribedSpinRounds) t_spin_budget /= 2;
+  for (int i = 0; i < kYieldRounds; ++i) {
+    if (a.load(std::memory_order_acquire) != old) return;
+    std::this_thread::yield();
   }
   while (a.load(std::memory_order_acquire) == old) {
     a.wait(old, std::memory_order_acquire);
   }
 }
 
+int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : int(n);
+}
+
 }  // namespace
 
-ThreadPool::ThreadPool(int members) : members_(members < 1 ? 1 : members) {
+ThreadPool::ThreadPool(int members)
+    : members_(members < 1 ? 1 : members),
+      spin_(members_ > hardware_threads() ? kOversubscribedSpinRounds
+                                          : kSpinRounds),
+      job_spin_(members_ > hardware_threads() ? kOversubscribedSpinRounds
+                                              : kJobSpinRounds) {
   threads_.reserve(size_t(members_ - 1));
   for (int m = 1; m < members_; ++m) {
     threads_.emplace_back([this, m] { worker(m); });
@@ -62,14 +93,14 @@ void ThreadPool::run(Fn fn, void* ctx) {
   fn(ctx, 0, members_);
   for (int p = pending_.load(std::memory_order_acquire); p != 0;
        p = pending_.load(std::memory_order_acquire)) {
-    await_change(pending_, p);
+    await_change(pending_, p, spin_);
   }
 }
 
 void ThreadPool::worker(int member) {
   unsigned seen = 0;
   for (;;) {
-    await_change(generation_, seen, kJobSpinRounds);
+    await_change(generation_, seen, job_spin_);
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
     fn_(ctx_, member, members_);
@@ -87,7 +118,7 @@ void ThreadPool::barrier() {
     phase_.notify_all();
     return;
   }
-  await_change(phase_, phase);
+  await_change(phase_, phase, spin_);
 }
 
 }  // namespace lockstep::cpu

@@ -2,7 +2,8 @@
 // thread is member 0, the others are std::threads created once with the
 // pool and kept until it is destroyed. run() hands every member the same
 // job and returns when all have finished it; inside a job, barrier() is a
-// spinning barrier over the whole team. No allocation after construction.
+// barrier over the whole team that spins briefly, then sleeps. No allocation
+// after construction.
 #ifndef LOCKSTEP_BACKENDS_CPU_THREAD_POOL_H_
 #define LOCKSTEP_BACKENDS_CPU_THREAD_POOL_H_
 
@@ -37,6 +38,8 @@ class ThreadPool {
   void worker(int member);
 
   int members_;
+  int spin_;      // pause rounds before a wait yields and then sleeps
+  int job_spin_;  // the same for a worker waiting for the next job
   std::vector<std::thread> threads_;
   // Job hand-off: `generation` counts jobs; workers spin on it for a while
   // and then sleep in atomic::wait.

@@ -43,7 +43,10 @@ struct Gpt2SessionOptions {
   // "cpu" (the fast path, best ISA), "cpu-avx512", "cpu-avx2",
   // "cpu-generic" or "reference" (core/ls_gpt2.c): all give the same bits.
   std::string backend = "cpu";
-  int threads = 2;     // 1 or 2 (the reference uses 1)
+  // Compute threads of a cpu backend, 1 .. 256; 0: one per hardware thread
+  // (std::thread::hardware_concurrency(), at least 1). The reference uses
+  // 1 whatever is asked. The results do not depend on it.
+  int threads = 0;
   int max_prefix = 0;  // longest infer() (<= 0: n_ctx)
 };
 
