@@ -4,8 +4,10 @@
 // compared as a ratio in one run.
 //   wasm_decode_bench --write-random-124m OUT.lockstep [--layers L]
 //   wasm_decode_bench --model M.lockstep --prompt P --steps N [--backend B]
+//                     [--prefill T]
 // prints one JSON object: {"backend", "ms_per_token": [...]} (one entry
-// per step).
+// per step) and, with --prefill T, "prefill_ms": one Gpt2Session::prefill
+// of a T-token prompt (bench.mjs's tokens) from an empty cache.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -20,7 +22,7 @@ namespace {
 
 int run(int argc, char** argv) {
   std::string model, write_random, backend = "cpu";
-  int prompt = 16, steps = 32, layers = 12;
+  int prompt = 16, steps = 32, layers = 12, prefill = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) throw lockstep::Error(a + " needs a value");
@@ -33,6 +35,8 @@ int run(int argc, char** argv) {
       prompt = std::stoi(v);
     } else if (a == "--steps") {
       steps = std::stoi(v);
+    } else if (a == "--prefill") {
+      prefill = std::stoi(v);
     } else if (a == "--layers") {
       layers = std::stoi(v);
     } else if (a == "--backend") {
@@ -53,8 +57,11 @@ int run(int argc, char** argv) {
   if (prompt < 1 || steps < 1) throw lockstep::Error("bad --prompt/--steps");
   const lockstep::Gpt2Weights w = lockstep::load_gpt2(model, false);
   const ls_gpt2_config& c = w.config;
-  if (prompt + steps > c.n_ctx) throw lockstep::Error("past the context");
-  lockstep::Gpt2Session s({c, w.data(), w.words()}, {backend, 1, 1});
+  if (prompt + steps > c.n_ctx || prefill < 0 || prefill > c.n_ctx) {
+    throw lockstep::Error("past the context");
+  }
+  lockstep::Gpt2Session s({c, w.data(), w.words(), w.layout},
+                          {backend, 1, prefill > 1 ? prefill : 1});
   // Tokens as bench.mjs draws them: 1000 + 37 i mod n_vocab.
   int32_t token = 0;
   for (int i = 0; i < prompt; ++i) {
@@ -72,7 +79,21 @@ int run(int argc, char** argv) {
                           .count();
     std::printf("%s%.4f", i ? ", " : "", ms);
   }
-  std::printf("]}\n");
+  std::printf("]");
+  if (prefill > 0) {
+    std::vector<int32_t> tokens(size_t(prefill), 0);
+    for (int i = 0; i < prefill; ++i) {
+      tokens[size_t(i)] = int32_t((1000 + 37 * i) % c.n_vocab);
+    }
+    s.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    s.prefill(tokens);
+    std::printf(", \"prefill_ms\": %.4f",
+                std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - t0)
+                    .count());
+  }
+  std::printf("}\n");
   return 0;
 }
 

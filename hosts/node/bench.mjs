@@ -8,10 +8,12 @@
 // backend, one thread), alternating, so both see the same machine state.
 // Prints per-round medians and the ratio native ms / wasm ms (1.0: as fast
 // as native).
-// Then, in the module only, a `prefill`-token prompt fed two ways from an
-// empty cache, alternating in each round: one batched prefill, and one
-// cached step per token (the same bits); the ratio is stepping ms /
-// prefill ms (--prefill 0 skips this).
+// Then a `prefill`-token prompt fed from an empty cache, three ways in
+// each round: the module's batched prefill, the module stepping it one
+// token at a time (the same bits), and the native CPU backend's prefill
+// (one thread, wasm_decode_bench --prefill); the ratios are WASM stepping
+// ms / WASM prefill ms and native prefill ms / WASM prefill ms
+// (--prefill 0 skips this).
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { cpus } from 'node:os';
@@ -79,7 +81,11 @@ function prefillRound() {
   t0 = process.hrtime.bigint();
   for (const t of tokens) s.step(t);
   const stepMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  return { prefillMs, stepMs, ratio: stepMs / prefillMs };
+  const out = execFileSync(native, ['--model', a.model, '--prompt', '1',
+    '--steps', '1', '--prefill', String(prefillN)], { encoding: 'utf8' });
+  const nativeMs = JSON.parse(out).prefill_ms;
+  return { prefillMs, stepMs, ratio: stepMs / prefillMs, nativeMs,
+           nativeRatio: nativeMs / prefillMs };
 }
 
 function nativeRound() {
@@ -106,7 +112,8 @@ if (prefillN > 0) {
     prefillResults.push(p);
     process.stderr.write(`prefill round ${r + 1}: ${prefillN} tokens, ` +
         `prefill ${p.prefillMs.toFixed(0)} ms, stepping ` +
-        `${p.stepMs.toFixed(0)} ms, ratio ${p.ratio.toFixed(3)}\n`);
+        `${p.stepMs.toFixed(0)} ms, ratio ${p.ratio.toFixed(3)}; native ` +
+        `prefill ${p.nativeMs.toFixed(0)} ms\n`);
   }
 }
 s.assertMemoryUnchanged();
@@ -130,6 +137,9 @@ if (prefillN > 0) {
     wasm_prefill_ms: median(prefillResults.map((x) => x.prefillMs)),
     wasm_stepping_ms: median(prefillResults.map((x) => x.stepMs)),
     ratio_stepping_over_prefill: median(prefillResults.map((x) => x.ratio)),
+    native_prefill_ms: median(prefillResults.map((x) => x.nativeMs)),
+    ratio_native_prefill_over_wasm_prefill:
+        median(prefillResults.map((x) => x.nativeRatio)),
   });
 }
 process.stdout.write(JSON.stringify(summary, null, 1) + '\n');
