@@ -1,32 +1,53 @@
-// lockstep convert: a Hugging Face GPT-2 folder to a packed checkpoint.
+// lockstep convert: a GPT-2 checkpoint (a Hugging Face folder or a packed
+// file in either layout) to a packed checkpoint in the chosen weight layout
+// (docs/gpt2-format.md "Weight layouts").
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "formats/gpt2_checkpoint.h"
+#include "lockstep/error.h"
 
 namespace lockstep::cli {
 
 Action add_convert(CLI::App& app) {
   struct Args {
-    std::string in, out;
+    std::string in, out, layout = "panel64";
   };
   auto a = std::make_shared<Args>();
-  app.add_option("HF_DIR", a->in,
-                 "folder with config.json and model.safetensors")
+  app.add_option("IN", a->in,
+                 "a Hugging Face folder (config.json + model.safetensors), "
+                 "its model.safetensors, or a packed .lockstep file in "
+                 "either layout")
       ->required()
-      ->check(CLI::ExistingDirectory);
+      ->check(CLI::ExistingPath);
   app.add_option("OUT", a->out, "packed checkpoint to write (atomically)")
       ->required();
+  app.add_option("--layout", a->layout,
+                 "weight layout of OUT: panel64 (the CPU backend's panels, "
+                 "read in place with no repacked copy) or plain (core order, "
+                 "what older lockstep builds read)")
+      ->check(CLI::IsMember({"panel64", "plain"}))
+      ->capture_default_str();
   return [a]() {
+    std::error_code ec;
+    if (std::filesystem::equivalent(a->in, a->out, ec)) {
+      throw Error("convert: IN and OUT are the same file '" + a->out +
+                  "'; write to another path");
+    }
+    const ls_gpt2_layout layout = gpt2_layout_from_name(a->layout);
     ProgressBar bar("convert", 1000);
-    convert_hf_to_packed(a->in, a->out, [&](uint64_t done, uint64_t total) {
+    convert_gpt2(a->in, a->out, layout, [&](uint64_t done, uint64_t total) {
       bar.update(long(total ? done * 1000 / total : 1000));
     });
     bar.finish();
     const Gpt2Weights w = load_gpt2(a->out);
-    std::printf("wrote %s: %zu words, payload sha256 %s\n", a->out.c_str(),
-                w.words(), w.payload_sha256.c_str());
+    std::printf(
+        "wrote %s: %zu words, layout %s, payload sha256 %s, plain-layout "
+        "sha256 %s\n",
+        a->out.c_str(), w.words(), gpt2_layout_name(w.layout),
+        w.payload_sha256.c_str(), w.plain_sha256.c_str());
     return 0;
   };
 }

@@ -1,10 +1,17 @@
 // lockstep info: what a checkpoint holds and how to identify it.
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <vector>
 
+#include "backends/backend.h"
+#include "backends/cpu/cpu_backend.h"
 #include "cli/commands.h"
 #include "cli/model_args.h"
 #include "formats/gpt2_checkpoint.h"
 #include "hosts/native/wasm_host.h"
+#include "lockstep/error.h"
 #include "lockstep/gpt2.h"
 #include "lockstep/tiny.h"
 
@@ -29,29 +36,106 @@ nlohmann::json tiny_info(const std::string& path) {
           {"meta", m.meta}};
 }
 
-nlohmann::json gpt2_info(const std::string& path) {
+// One field of /proc/self/status in bytes ("VmRSS:  123 kB"), or 0.
+size_t proc_status_bytes(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string k = std::string(key) + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(k, 0) == 0) {
+      return size_t(std::strtoull(line.c_str() + k.size(), nullptr, 10)) * 1024;
+    }
+  }
+  return 0;
+}
+
+nlohmann::json resident_now() {
+  return {{"rss", proc_status_bytes("VmRSS")},
+          {"rss_file", proc_status_bytes("RssFile")},
+          {"rss_anon", proc_status_bytes("RssAnon")},
+          {"peak", proc_status_bytes("VmHWM")}};
+}
+
+// The ISA the "cpu" backend picks: $LOCKSTEP_ISA, or the best this CPU runs.
+std::string cpu_isa() {
+  if (const char* e = std::getenv("LOCKSTEP_ISA"); e && *e) return e;
+  for (const std::string& b : backends::available_gpt2_backends()) {
+    if (b.rfind("cpu-", 0) == 0) return b.substr(4);
+  }
+  return "generic";
+}
+
+// The memory of a session on the default backend ("cpu", 2 threads, a full
+// pass of n_ctx positions) over these weights: the weights counted once
+// (mapped or owned by the loader), the backend's repacked copy of them when
+// their layout is not its own, the KV cache at full context, the backend's
+// working buffers and the logits. Equal to Gpt2Session::memory() (tested).
+nlohmann::json memory_plan(const Gpt2Weights& w, int threads) {
+  const ls_gpt2_config& c = w.config;
+  const std::string isa = cpu_isa();
+  const Gpt2Memory mem = gpt2_memory_plan(c, c.n_ctx);
+  const size_t extra =
+      backends::cpu_backend_memory_bytes(c, isa, threads, c.n_ctx, w.layout);
+  const size_t in_place = backends::cpu_backend_memory_bytes(
+      c, isa, threads, c.n_ctx, LS_GPT2_LAYOUT_PANEL64);
+  const size_t repacked = extra - in_place;
+  return {{"backend", "cpu-" + isa + " x" + std::to_string(threads)},
+          {"weights", mem.weights},
+          {"weights_mapped", w.mapped()},
+          {"weights_in_place", repacked == 0},
+          {"repacked_weights", repacked},
+          {"cache", mem.cache},
+          {"scratch", in_place},
+          {"logits", mem.logits},
+          {"total", mem.weights + extra + mem.cache + mem.logits}};
+}
+
+nlohmann::json gpt2_info(const std::string& path, bool resident) {
   const Gpt2Weights w = load_gpt2(path);
   const ls_gpt2_config& c = w.config;
-  const Gpt2Memory mem = gpt2_memory_plan(c, 0);
-  return {{"path", w.source},
-          {"model", "GPT-2"},
-          {"dtype", "binary32"},
-          {"format", w.format},
-          {"config",
-           {{"n_vocab", c.n_vocab},
-            {"n_ctx", c.n_ctx},
-            {"n_embd", c.n_embd},
-            {"n_head", c.n_head},
-            {"n_layer", c.n_layer}}},
-          {"parameters", w.words()},
-          {"payload_sha256", w.payload_sha256},
-          {"memory_bytes",
-           {{"weights", mem.weights},
-            {"cache", mem.cache},
-            {"scratch", mem.scratch},
-            {"logits", mem.logits},
-            {"total", mem.total()}}},
-          {"meta", w.meta}};
+  nlohmann::json j = {{"path", w.source},
+                      {"model", "GPT-2"},
+                      {"dtype", "binary32"},
+                      {"format", w.format},
+                      {"layout", gpt2_layout_name(w.layout)},
+                      {"config",
+                       {{"n_vocab", c.n_vocab},
+                        {"n_ctx", c.n_ctx},
+                        {"n_embd", c.n_embd},
+                        {"n_head", c.n_head},
+                        {"n_layer", c.n_layer}}},
+                      {"parameters", w.words()},
+                      {"payload_sha256", w.payload_sha256},
+                      {"plain_sha256", w.plain_sha256},
+                      {"memory_bytes", memory_plan(w, 2)},
+                      {"meta", w.meta}};
+  if (w.layout != LS_GPT2_LAYOUT_PLAIN) {
+    // The header's claim, checked: the weights in the plain order.
+    const std::string plain = gpt2_plain_sha256(w);
+    if (plain != w.plain_sha256) {
+      throw Error("checkpoint '" + path + "': its weights in the plain " +
+                  "layout hash to " + plain + ", but the header's " +
+                  "plain_sha256 says " + w.plain_sha256 + " (corrupt header)");
+    }
+  }
+  if (resident) {
+    // Measured, not planned: a session on the default backend, a prefill of
+    // every position (the KV cache full), then this process's resident set.
+    nlohmann::json r;
+    r["after_load"] = resident_now();
+    Gpt2Session s({c, w.data(), w.words(), w.layout},
+                  Gpt2SessionOptions{"cpu", 2, c.n_ctx});
+    r["after_session"] = resident_now();
+    std::vector<int32_t> tokens(size_t(c.n_ctx));
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      tokens[i] = int32_t((i * 7919 + 13) % size_t(c.n_vocab));
+    }
+    s.prefill(tokens);
+    r["after_full_context_prefill"] = resident_now();
+    r["session_plan_total"] = s.memory().total();
+    j["resident_bytes"] = r;
+  }
+  return j;
 }
 
 }  // namespace
@@ -59,11 +143,15 @@ nlohmann::json gpt2_info(const std::string& path) {
 Action add_info(CLI::App& app) {
   auto args = std::make_shared<ModelArgs>();
   auto json = std::make_shared<bool>(false);
+  auto resident = std::make_shared<bool>(false);
   args->add(app);
   app.add_flag("--json", *json, "print one JSON object");
-  return [args, json]() {
+  app.add_flag("--resident", *resident,
+               "GPT-2: also run a session (cpu, 2 threads) over the whole "
+               "context and report this process's resident memory");
+  return [args, json, resident]() {
     nlohmann::json j = args->kind() == ModelKind::kGpt2
-                           ? gpt2_info(args->path())
+                           ? gpt2_info(args->path(), *resident)
                            : tiny_info(args->path());
     // The WebAssembly module this build made (--backend wasm refuses any
     // other): docs/wasm.md.
@@ -74,22 +162,21 @@ Action add_info(CLI::App& app) {
       std::printf("%s\n", j.dump(2).c_str());
       return 0;
     }
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.value().is_object()) {
-        for (auto jt = it.value().begin(); jt != it.value().end(); ++jt) {
-          const std::string key = it.key() + "." + jt.key();
-          std::printf("%-22s %s\n", key.c_str(),
-                      jt.value().is_string()
-                          ? jt.value().get<std::string>().c_str()
-                          : jt.value().dump().c_str());
-        }
-      } else {
-        std::printf("%-22s %s\n", it.key().c_str(),
-                    it.value().is_string()
-                        ? it.value().get<std::string>().c_str()
-                        : it.value().dump().c_str());
-      }
-    }
+    // Nested objects as dotted keys ("memory_bytes.total").
+    std::function<void(const std::string&, const nlohmann::json&)> print =
+        [&print](const std::string& prefix, const nlohmann::json& v) {
+          if (v.is_object() && !v.empty()) {
+            for (auto it = v.begin(); it != v.end(); ++it) {
+              print(prefix.empty() ? it.key() : prefix + "." + it.key(),
+                    it.value());
+            }
+            return;
+          }
+          std::printf(
+              "%-30s %s\n", prefix.c_str(),
+              v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
+        };
+    print("", j);
     return 0;
   };
 }

@@ -89,9 +89,9 @@ Checkpoint read_checkpoint(const std::string& path) {
          "checkpoint");
   }
   const uint32_t version = get_u32(&bytes[8]);
-  if (version != kCheckpointVersion) {
+  if (version != kCheckpointVersion && version != kCheckpointVersionLayout) {
     fail(path, "format version " + std::to_string(version) +
-                   " is not supported (this build reads version 1)");
+                   " is not supported (this build reads versions 1 and 2)");
   }
   const uint64_t h = get_u32(&bytes[12]);
   const uint64_t p = get_u64(&bytes[16]);
@@ -126,6 +126,25 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   c.model = header["model"];
   c.dtype = header["dtype"];
+  if (version == kCheckpointVersionLayout) {
+    if (c.model != "gpt2") {
+      fail(path,
+           "format version 2 (a weight layout) is for GPT-2 files, not "
+           "model '" +
+               c.model + "'");
+    }
+    if (!header.contains("layout") || !header["layout"].is_string() ||
+        !header.contains("plain_sha256") ||
+        !header["plain_sha256"].is_string()) {
+      fail(path,
+           "format version 2 needs the string fields 'layout' and "
+           "'plain_sha256'");
+    }
+    c.layout = header["layout"];
+    c.plain_sha256 = header["plain_sha256"];
+  } else if (header.contains("layout")) {
+    fail(path, "a 'layout' field needs format version 2, the file says 1");
+  }
   c.config = header["config"];
   c.meta = header.value("meta", nlohmann::json::object());
   c.words = header["words"];
@@ -202,10 +221,15 @@ std::vector<uint8_t> encode_checkpoint(const Checkpoint& c) {
   nlohmann::json header = {{"model", c.model},   {"dtype", c.dtype},
                            {"config", c.config}, {"tensors", tensors},
                            {"words", c.words},   {"meta", c.meta}};
+  if (!c.layout.empty()) {
+    header["layout"] = c.layout;
+    header["plain_sha256"] = c.plain_sha256;
+  }
   std::string text = header.dump();
   while ((kCheckpointFixedBytes + text.size()) % 64 != 0) text.push_back(' ');
   std::vector<uint8_t> out(kCheckpointMagic, kCheckpointMagic + 8);
-  put_u32(out, kCheckpointVersion);
+  put_u32(out,
+          c.layout.empty() ? kCheckpointVersion : kCheckpointVersionLayout);
   put_u32(out, uint32_t(text.size()));
   put_u64(out, c.payload.size());
   const Sha256 digest = sha256(c.payload.data(), c.payload.size());

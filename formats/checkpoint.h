@@ -27,6 +27,10 @@ struct Checkpoint {
   std::vector<TensorInfo> tensors;
   uint64_t words = 0;
   std::vector<uint8_t> payload;  // little-endian words
+  // Version 2 only (GPT-2 weight layouts, docs/gpt2-format.md): the
+  // header's "layout" and "plain_sha256"; empty in a version 1 file.
+  std::string layout;
+  std::string plain_sha256;
   Sha256 payload_sha256{};
   std::string file_sha256;  // hex digest of the whole file
 };
@@ -34,6 +38,10 @@ struct Checkpoint {
 inline constexpr char kCheckpointMagic[8] = {'L', 'O', 'C', 'K',
                                              'S', 'T', 'E', 'P'};
 inline constexpr uint32_t kCheckpointVersion = 1;
+// Version 2 is version 1 plus the header fields "layout" and "plain_sha256"
+// (GPT-2 only): the payload's words are permuted, so a version-1 reader,
+// which would take them for the plain order, must refuse the file.
+inline constexpr uint32_t kCheckpointVersionLayout = 2;
 inline constexpr size_t kCheckpointFixedBytes = 56;
 
 // Reads and validates a checkpoint; every failure throws lockstep::Error

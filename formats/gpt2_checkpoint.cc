@@ -93,6 +93,74 @@ size_t first_non_finite(const float* w, size_t n) {
   return n;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// ------------------------------------------------------------ layouts
+
+// How the panel64 layout stores a table entry: as the panels of the matrix
+// M [K, N] (wte: the head wte^T [C, V]; a block matrix: itself), or
+// unchanged (permuted false).
+struct PanelShape {
+  bool permuted = false;
+  bool head = false;  // wte: plain word v*C + k is M's (k, v)
+  uint64_t K = 0, N = 0;
+};
+
+PanelShape panel_shape(const ls_gpt2_config& c, const TensorInfo& t) {
+  PanelShape s;
+  if (t.name == "wte") {
+    s.permuted = s.head = true;
+    s.K = uint64_t(c.n_embd);
+    s.N = uint64_t(c.n_vocab);
+  } else if (ends_with(t.name, ".w") && t.shape.size() == 2) {
+    s.permuted = true;
+    s.K = uint64_t(t.shape[0]);
+    s.N = uint64_t(t.shape[1]);
+  }
+  return s;
+}
+
+constexpr uint64_t kPanel = LS_GPT2_PANEL;
+
+// M's element (r, col) in the panels: panel col / 64 starts at word
+// (col / 64) * 64 * K and holds its rows of pw = min(64, N - 64p) words.
+uint64_t panel_word(const PanelShape& s, uint64_t r, uint64_t col) {
+  const uint64_t c0 = col / kPanel * kPanel;
+  const uint64_t pw = std::min(kPanel, s.N - c0);
+  return c0 * s.K + r * pw + (col - c0);
+}
+
+// Plain words [start, start + n) of a permuted tensor, gathered from its
+// panels `stored` into dst.
+void gather_plain(const PanelShape& s, const float* stored, uint64_t start,
+                  size_t n, float* dst) {
+  uint64_t i = start;
+  const uint64_t end = start + n;
+  if (s.head) {
+    while (i < end) {  // plain wte[v][k] = M(k, v): stride pw in the panel
+      const uint64_t v = i / s.K, k = i % s.K;
+      const uint64_t c0 = v / kPanel * kPanel;
+      const uint64_t pw = std::min(kPanel, s.N - c0);
+      const float* src = stored + c0 * s.K + (v - c0);
+      const uint64_t stop = std::min(end, (v + 1) * s.K);
+      for (uint64_t kk = k; i < stop; ++i, ++kk) *dst++ = src[kk * pw];
+    }
+    return;
+  }
+  while (i < end) {  // plain W[r][col]: runs of up to 64 contiguous words
+    const uint64_t r = i / s.N, col = i % s.N;
+    const uint64_t c0 = col / kPanel * kPanel;
+    const uint64_t run =
+        std::min(c0 + std::min(kPanel, s.N - c0) - col, end - i);
+    std::memcpy(dst, stored + panel_word(s, r, col), run * 4);
+    dst += run;
+    i += run;
+  }
+}
+
 // ------------------------------------------------------------ HF config
 
 struct HfConfig {
@@ -214,11 +282,6 @@ struct HfSource {
     return {{"source", "huggingface-safetensors"}, {"source_dtypes", dtypes}};
   }
 };
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // "h.<digits>.attn.bias" / "h.<digits>.attn.masked_bias": causal-mask
 // buffers some exports carry; lockstep's attention needs no mask tensor.
@@ -365,10 +428,16 @@ void put_u64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
 }
 
-// The JSON header text, padded, exactly as encode_checkpoint writes it.
+constexpr char kPlainPlaceholder[] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+// The JSON header text, padded, exactly as encode_checkpoint writes it. A
+// panel64 header carries "layout" and "plain_sha256" (written as 64 zeros
+// here; the writer fills it in last, at *plain_at bytes into the text).
 std::string packed_header(const ls_gpt2_config& c,
                           const std::vector<TensorInfo>& table, uint64_t words,
-                          const nlohmann::json& meta) {
+                          const nlohmann::json& meta, ls_gpt2_layout layout,
+                          size_t* plain_at) {
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& t : table) {
     tensors.push_back(
@@ -377,7 +446,17 @@ std::string packed_header(const ls_gpt2_config& c,
   nlohmann::json header = {{"model", "gpt2"},          {"dtype", "f32"},
                            {"config", config_json(c)}, {"tensors", tensors},
                            {"words", words},           {"meta", meta}};
+  if (layout != LS_GPT2_LAYOUT_PLAIN) {
+    header["layout"] = gpt2_layout_name(layout);
+    header["plain_sha256"] = kPlainPlaceholder;
+  }
   std::string text = header.dump();
+  if (layout != LS_GPT2_LAYOUT_PLAIN) {
+    const std::string key = std::string("\"plain_sha256\":\"");
+    const size_t at = text.find(key + kPlainPlaceholder);
+    if (at == std::string::npos) throw Error("internal: plain_sha256 slot");
+    *plain_at = at + key.size();
+  }
   while ((kCheckpointFixedBytes + text.size()) % 64 != 0) text.push_back(' ');
   return text;
 }
@@ -455,22 +534,32 @@ struct Sha256Stream {
   EVP_MD_CTX* ctx;
 };
 
+// Writes a packed file in `layout` from `fill`, which gives the plain words
+// of each table entry (any range). A permuted matrix is filled whole (or,
+// wte, 64 vocabulary rows at a time) and panelized; everything else goes
+// through in chunks. `expect_plain` (hex, or empty): the plain payload's
+// digest must come out as this, or nothing is written.
 void write_packed_stream(const std::string& out, const ls_gpt2_config& c,
                          const std::vector<TensorInfo>& table,
                          const nlohmann::json& meta, const FillFn& fill,
-                         const Gpt2Progress& progress) {
+                         const Gpt2Progress& progress,
+                         ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN,
+                         const std::string& expect_plain = "") {
   const uint64_t words = ls_gpt2_param_count(&c);
-  const std::string text = packed_header(c, table, words, meta);
+  size_t plain_at = 0;
+  const std::string text =
+      packed_header(c, table, words, meta, layout, &plain_at);
   uint8_t fixed[kCheckpointFixedBytes] = {};
   std::memcpy(fixed, kCheckpointMagic, 8);
-  put_u32(fixed + 8, kCheckpointVersion);
+  put_u32(fixed + 8, layout == LS_GPT2_LAYOUT_PLAIN ? kCheckpointVersion
+                                                    : kCheckpointVersionLayout);
   put_u32(fixed + 12, uint32_t(text.size()));
   put_u64(fixed + 16, words * 4);  // the digest (24..56) is written last
 
   TmpFile file(out);
   file.write(fixed, sizeof fixed);
   file.write(text.data(), text.size());
-  Sha256Stream hash;
+  Sha256Stream hash, plain_hash;
   constexpr size_t kChunk = 1 << 20;  // words per write: 4 MiB
   std::vector<float> buf(kChunk);
   size_t pos = 0;
@@ -483,20 +572,78 @@ void write_packed_stream(const std::string& out, const ls_gpt2_config& c,
     if (progress) progress(done, words);
   };
   if (progress) progress(0, words);
-  for (size_t i = 0; i < table.size(); ++i) {
-    const uint64_t n = table[i].words();
-    for (uint64_t s = 0; s < n;) {
-      const size_t k = size_t(std::min<uint64_t>(n - s, kChunk - pos));
-      fill(i, s, k, buf.data() + pos);
-      pos += k;
-      s += k;
-      if (pos == kChunk) flush();
+  if (layout == LS_GPT2_LAYOUT_PLAIN) {
+    for (size_t i = 0; i < table.size(); ++i) {
+      const uint64_t n = table[i].words();
+      for (uint64_t s = 0; s < n;) {
+        const size_t k = size_t(std::min<uint64_t>(n - s, kChunk - pos));
+        fill(i, s, k, buf.data() + pos);
+        pos += k;
+        s += k;
+        if (pos == kChunk) flush();
+      }
+    }
+  } else {
+    // Appends stored words to the output.
+    auto emit = [&](const float* p, size_t n) {
+      while (n > 0) {
+        const size_t k = std::min(n, kChunk - pos);
+        std::memcpy(buf.data() + pos, p, k * 4);
+        pos += k;
+        p += k;
+        n -= k;
+        if (pos == kChunk) flush();
+      }
+    };
+    uint64_t biggest = kChunk;
+    for (const auto& t : table) {
+      const PanelShape ps = panel_shape(c, t);
+      if (ps.permuted && !ps.head) biggest = std::max(biggest, t.words());
+    }
+    std::vector<float> plain(biggest), panels(biggest);
+    for (size_t i = 0; i < table.size(); ++i) {
+      const PanelShape ps = panel_shape(c, table[i]);
+      const uint64_t n = table[i].words();
+      if (ps.head) {  // 64 vocabulary rows of wte = one panel of wte^T
+        for (uint64_t v0 = 0; v0 < ps.N; v0 += kPanel) {
+          const size_t pw = size_t(std::min(kPanel, ps.N - v0));
+          fill(i, v0 * ps.K, pw * ps.K, plain.data());
+          plain_hash.update(plain.data(), pw * ps.K * 4);
+          ls_panelize(plain.data(), ps.K, pw, 1, ps.K, panels.data());
+          emit(panels.data(), pw * ps.K);
+        }
+      } else if (ps.permuted) {
+        fill(i, 0, n, plain.data());
+        plain_hash.update(plain.data(), n * 4);
+        ls_panelize(plain.data(), ps.K, ps.N, ps.N, 1, panels.data());
+        emit(panels.data(), n);
+      } else {
+        for (uint64_t s = 0; s < n;) {
+          const size_t k = size_t(std::min<uint64_t>(n - s, kChunk));
+          fill(i, s, k, plain.data());
+          plain_hash.update(plain.data(), k * 4);
+          emit(plain.data(), k);
+          s += k;
+        }
+      }
     }
   }
   if (pos > 0) flush();
   if (done != words) throw Error("internal: packed layout does not add up");
   const Sha256 digest = hash.final();
+  const std::string plain_hex = layout == LS_GPT2_LAYOUT_PLAIN
+                                    ? to_hex(digest)
+                                    : to_hex(plain_hash.final());
+  if (!expect_plain.empty() && plain_hex != expect_plain) {
+    throw Error("cannot write '" + out + "': the weights' plain-layout " +
+                "SHA-256 came out as " + plain_hex + ", the source says " +
+                expect_plain + " (the source is corrupt)");
+  }
   file.pwrite(digest.data(), digest.size(), 24);
+  if (layout != LS_GPT2_LAYOUT_PLAIN) {
+    file.pwrite(plain_hex.data(), plain_hex.size(),
+                off_t(kCheckpointFixedBytes + plain_at));
+  }
   file.commit();
 }
 
@@ -524,9 +671,9 @@ Gpt2Weights read_packed(std::unique_ptr<MappedFile> map, bool verify) {
            uint32_t(bytes[at + 2]) << 16 | uint32_t(bytes[at + 3]) << 24;
   };
   const uint32_t version = u32(8);
-  if (version != kCheckpointVersion) {
+  if (version != kCheckpointVersion && version != kCheckpointVersionLayout) {
     fail("format version " + std::to_string(version) +
-         " is not supported (this build reads version 1)");
+         " is not supported (this build reads versions 1 and 2)");
   }
   const uint64_t h = u32(12);
   const uint64_t p = uint64_t(u32(16)) | uint64_t(u32(20)) << 32;
@@ -562,6 +709,42 @@ Gpt2Weights read_packed(std::unique_ptr<MappedFile> map, bool verify) {
   if (header["dtype"] != "f32") {
     fail("dtype is " + header["dtype"].dump() +
          ", not \"f32\" (GPT-2 weights are binary32)");
+  }
+  // The weight layout: version 1 is plain and has no "layout"; version 2
+  // names its layout and the plain layout's digest.
+  ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
+  std::string plain_hex;
+  if (version == kCheckpointVersion) {
+    if (header.contains("layout") || header.contains("plain_sha256")) {
+      fail(
+          "format version 1 is the plain layout, but the header has a "
+          "'layout' or 'plain_sha256' field (those need version 2)");
+    }
+  } else {
+    if (!header.contains("layout") || !header["layout"].is_string()) {
+      fail("format version 2 needs a string field 'layout' (plain, panel64)");
+    }
+    const std::string name = header["layout"].get<std::string>();
+    if (name == "plain") {
+      layout = LS_GPT2_LAYOUT_PLAIN;
+    } else if (name == "panel64") {
+      layout = LS_GPT2_LAYOUT_PANEL64;
+    } else {
+      fail("unknown weight layout '" + name +
+           "' (this build reads plain and panel64; a newer lockstep may "
+           "have written it)");
+    }
+    const nlohmann::json& ps = header.value("plain_sha256", nlohmann::json());
+    bool hex = ps.is_string() && ps.get<std::string>().size() == 64;
+    if (hex) {
+      plain_hex = ps.get<std::string>();
+      for (char ch : plain_hex) {
+        hex = hex && ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'));
+      }
+    }
+    if (!hex) {
+      fail("format version 2 needs 'plain_sha256', 64 lowercase hex digits");
+    }
   }
   const nlohmann::json& cj = header["config"];
   ls_gpt2_config c{};
@@ -632,20 +815,34 @@ Gpt2Weights read_packed(std::unique_ptr<MappedFile> map, bool verify) {
            to_hex(stored) + " (the weights are corrupt)");
     }
   }
+  if (layout == LS_GPT2_LAYOUT_PLAIN && !plain_hex.empty() &&
+      plain_hex != to_hex(stored)) {
+    fail("plain_sha256 " + plain_hex + " differs from the payload's " +
+         to_hex(stored) + " in a plain-layout file");
+  }
+  // Finiteness does not depend on the order of the words.
   const float* w = reinterpret_cast<const float*>(payload);
   if (!ls_gpt2_weights_finite(w, words)) {
     const size_t bad = first_non_finite(w, words);
     size_t t = table.size() - 1;
     while (table[t].offset > bad) --t;
-    fail("weight " + std::to_string(bad) + " (tensor '" + table[t].name +
-         "' element " + std::to_string(bad - table[t].offset) + ") is " +
-         float_text(w[bad]) + " (non-finite weights are rejected)");
+    const uint64_t at = bad - table[t].offset;
+    std::string where = "element " + std::to_string(at);
+    if (layout == LS_GPT2_LAYOUT_PANEL64 && panel_shape(c, table[t]).permuted) {
+      where = "stored word " + std::to_string(at) + ", plain element " +
+              std::to_string(gpt2_panel64_plain_index(c, table[t], at));
+    }
+    fail("weight " + std::to_string(bad) + " (tensor '" + table[t].name + "' " +
+         where + ") is " + float_text(w[bad]) +
+         " (non-finite weights are rejected)");
   }
   Gpt2Weights out;
   out.config = c;
   out.source = path;
   out.format = "packed";
   out.payload_sha256 = to_hex(stored);
+  out.plain_sha256 = plain_hex.empty() ? out.payload_sha256 : plain_hex;
+  out.layout = layout;
   out.meta = header.value("meta", nlohmann::json::object());
   Gpt2WeightsBuilder::set_mapped(out, std::move(map), payload_offset, words);
   return out;
@@ -662,6 +859,7 @@ Gpt2Weights load_hf(const std::string& path) {
   out.source = path;
   out.format = "hf";
   out.payload_sha256 = to_hex(sha256(w.data(), w.size() * 4));
+  out.plain_sha256 = out.payload_sha256;
   out.meta = h->meta();
   Gpt2WeightsBuilder::set_owned(out, std::move(w));
   return out;
@@ -764,8 +962,66 @@ Gpt2Weights load_gpt2(const std::string& path, bool verify_digest) {
   return read_packed(std::move(map), verify_digest);
 }
 
+const char* gpt2_layout_name(ls_gpt2_layout layout) {
+  switch (layout) {
+    case LS_GPT2_LAYOUT_PLAIN:
+      return "plain";
+    case LS_GPT2_LAYOUT_PANEL64:
+      return "panel64";
+  }
+  throw Error("unknown GPT-2 weight layout " + std::to_string(int(layout)));
+}
+
+ls_gpt2_layout gpt2_layout_from_name(const std::string& name) {
+  if (name == "plain") return LS_GPT2_LAYOUT_PLAIN;
+  if (name == "panel64") return LS_GPT2_LAYOUT_PANEL64;
+  throw Error("unknown GPT-2 weight layout '" + name + "' (plain or panel64)");
+}
+
+uint64_t gpt2_panel64_index(const ls_gpt2_config& c, const TensorInfo& t,
+                            uint64_t i) {
+  const PanelShape s = panel_shape(c, t);
+  if (!s.permuted) return i;
+  return s.head ? panel_word(s, i % s.K, i / s.K)
+                : panel_word(s, i / s.N, i % s.N);
+}
+
+uint64_t gpt2_panel64_plain_index(const ls_gpt2_config& c, const TensorInfo& t,
+                                  uint64_t stored) {
+  const PanelShape s = panel_shape(c, t);
+  if (!s.permuted) return stored;
+  const uint64_t c0 = stored / (kPanel * s.K) * kPanel;
+  const uint64_t in = stored - c0 * s.K;
+  const uint64_t pw = std::min(kPanel, s.N - c0);
+  const uint64_t r = in / pw, col = c0 + in % pw;
+  return s.head ? col * s.K + r : r * s.N + col;
+}
+
+std::string gpt2_plain_sha256(const Gpt2Weights& w) {
+  if (w.layout == LS_GPT2_LAYOUT_PLAIN) {
+    return to_hex(sha256(w.data(), w.words() * 4));
+  }
+  Sha256Stream hash;
+  std::vector<float> buf(1 << 20);
+  for (const TensorInfo& t : gpt2_tensor_table(w.config)) {
+    const PanelShape ps = panel_shape(w.config, t);
+    const float* src = w.data() + t.offset;
+    for (uint64_t s = 0; s < t.words();) {
+      const size_t k = size_t(std::min<uint64_t>(t.words() - s, buf.size()));
+      if (ps.permuted) {
+        gather_plain(ps, src, s, k, buf.data());
+        hash.update(buf.data(), k * 4);
+      } else {
+        hash.update(src + s, k * 4);
+      }
+      s += k;
+    }
+  }
+  return to_hex(hash.final());
+}
+
 void convert_hf_to_packed(const std::string& hf_dir, const std::string& out,
-                          const Gpt2Progress& progress) {
+                          const Gpt2Progress& progress, ls_gpt2_layout layout) {
   const auto h = open_hf(hf_dir);
   h->st.file().advise_sequential(h->st.data_offset(), h->st.data_bytes());
   write_packed_stream(
@@ -773,31 +1029,61 @@ void convert_hf_to_packed(const std::string& hf_dir, const std::string& out,
       [&h](size_t i, uint64_t s, size_t n, float* dst) {
         h->fill(i, s, n, dst);
       },
-      progress);
+      progress, layout);
+}
+
+void convert_gpt2(const std::string& in, const std::string& out,
+                  ls_gpt2_layout layout, const Gpt2Progress& progress) {
+  gpt2_layout_name(layout);  // throws for an unknown one
+  std::error_code ec;
+  if (fs::is_directory(in, ec) || ends_with(in, ".safetensors")) {
+    convert_hf_to_packed(in, out, progress, layout);
+    return;
+  }
+  const Gpt2Weights w = load_gpt2(in);
+  const std::vector<TensorInfo> table = gpt2_tensor_table(w.config);
+  const float* base = w.data();
+  std::vector<PanelShape> shapes;
+  for (const auto& t : table) {
+    shapes.push_back(w.layout == LS_GPT2_LAYOUT_PANEL64
+                         ? panel_shape(w.config, t)
+                         : PanelShape{});
+  }
+  write_packed_stream(
+      out, w.config, table, w.meta,
+      [&](size_t i, uint64_t s, size_t n, float* dst) {
+        const float* src = base + table[i].offset;
+        if (shapes[i].permuted) {
+          gather_plain(shapes[i], src, s, n, dst);
+        } else {
+          std::memcpy(dst, src + s, n * 4);
+        }
+      },
+      progress, layout, w.plain_sha256);
 }
 
 void write_gpt2_packed(const std::string& out, const ls_gpt2_config& c,
                        const float* words, size_t n_words,
-                       const nlohmann::json& meta) {
+                       const nlohmann::json& meta, ls_gpt2_layout layout) {
   const std::vector<TensorInfo> table = gpt2_tensor_table(c);
   if (n_words != ls_gpt2_param_count(&c)) {
     throw Error("cannot write '" + out + "': " + std::to_string(n_words) +
                 " words given, " + config_text(c) + " has " +
                 std::to_string(ls_gpt2_param_count(&c)));
   }
-  write_packed_stream(out, c, table, meta,
-                      [&](size_t i, uint64_t s, size_t n, float* dst) {
-                        const float* src = words + table[i].offset + s;
-                        const size_t bad = first_non_finite(src, n);
-                        if (bad != n) {
-                          throw Error("cannot write '" + out + "': tensor '" +
-                                      table[i].name + "' element " +
-                                      std::to_string(s + bad) + " is " +
-                                      float_text(src[bad]) + " (not finite)");
-                        }
-                        std::memcpy(dst, src, n * 4);
-                      },
-                      {});
+  write_packed_stream(
+      out, c, table, meta,
+      [&](size_t i, uint64_t s, size_t n, float* dst) {
+        const float* src = words + table[i].offset + s;
+        const size_t bad = first_non_finite(src, n);
+        if (bad != n) {
+          throw Error("cannot write '" + out + "': tensor '" + table[i].name +
+                      "' element " + std::to_string(s + bad) + " is " +
+                      float_text(src[bad]) + " (not finite)");
+        }
+        std::memcpy(dst, src, n * 4);
+      },
+      {}, layout);
 }
 
 namespace {

@@ -32,10 +32,18 @@ inline constexpr ls_gpt2_config kGpt2_1558M = {50257, 1024, 1600, 25, 48};
 // Move-only.
 struct Gpt2Weights {
   ls_gpt2_config config{};
-  std::string source;          // the path it was loaded from
-  std::string format;          // "packed" or "hf"
-  std::string payload_sha256;  // hex SHA-256 of the packed payload bytes
-  nlohmann::json meta;         // the packed file's "meta" (HF: provenance)
+  std::string source;  // the path it was loaded from
+  std::string format;  // "packed" or "hf"
+  // Hex SHA-256 of the payload bytes as stored, in `layout` (the digest
+  // the file records at offset 24; for an HF folder, the value a plain
+  // packed file would record).
+  std::string payload_sha256;
+  // Hex SHA-256 of the same weights in the plain layout: equal to
+  // payload_sha256 for plain weights; for a panel64 file the header's
+  // "plain_sha256" (gpt2_plain_sha256 recomputes it). Matches the
+  // payload_sha256 of the plain file of the same model.
+  std::string plain_sha256;
+  nlohmann::json meta;  // the packed file's "meta" (HF: provenance)
   // The order of the words at data() (core/ls_gpt2_layout.h).
   ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
 
@@ -75,11 +83,18 @@ std::string gpt2_hf_key(const std::string& packed_name);
 // those). Throws lockstep::Error naming the file and the key.
 ls_gpt2_config read_hf_gpt2_config(const std::string& config_json_path);
 
+// "plain" or "panel64" (the header's "layout" value); and back: throws
+// lockstep::Error naming the unknown name.
+const char* gpt2_layout_name(ls_gpt2_layout layout);
+ls_gpt2_layout gpt2_layout_from_name(const std::string& name);
+
 // Loads GPT-2 weights from
-//  - a packed lockstep file: memory-mapped, validated (docs/gpt2-format.md
+//  - a packed lockstep file in either layout (docs/gpt2-format.md "Weight
+//    layouts"): memory-mapped, validated (docs/gpt2-format.md
 //    "Checks"), the payload's SHA-256 verified unless verify_digest is
 //    false (for benchmarks: the digest is one pass over the payload), every
-//    weight checked finite; data() points into the mapping;
+//    weight checked finite; data() points into the mapping and `layout` is
+//    the file's (a panel64 file is read in place, never permuted here);
 //  - an HF folder (config.json + model.safetensors), or the path of its
 //    model.safetensors: packed into one vector, F16/BF16 widened exactly,
 //    every weight checked finite; payload_sha256 is computed (the value a
@@ -90,20 +105,44 @@ Gpt2Weights load_gpt2(const std::string& path, bool verify_digest = true);
 // Called with (words done, words in total) as work proceeds; may be empty.
 using Gpt2Progress = std::function<void(uint64_t done, uint64_t total)>;
 
-// Converts an HF folder to a packed file at `out`, streaming: the payload is
-// widened and hashed chunk by chunk into OUT.tmp.<pid>, the digest written
-// last, the file synced and renamed over OUT. Same checks as load_gpt2 of
-// the folder; on any error no file is left behind.
+// Converts an HF folder to a packed file at `out` in `layout`, streaming:
+// the payload is widened, permuted (panel64: one matrix at a time) and
+// hashed chunk by chunk into OUT.tmp.<pid>, the digests written last, the
+// file synced and renamed over OUT. Same checks as load_gpt2 of the folder;
+// on any error no file is left behind.
 void convert_hf_to_packed(const std::string& hf_dir, const std::string& out,
-                          const Gpt2Progress& progress = {});
+                          const Gpt2Progress& progress = {},
+                          ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN);
+
+// Converts any GPT-2 source load_gpt2 reads (HF folder or safetensors file,
+// packed file in either layout) to a packed file at `out` in `layout`:
+// streaming from an HF source as convert_hf_to_packed; a packed source is
+// mapped and validated (digest included) first, then permuted on the way
+// out. When both layouts' digests are known (a panel64 source written as
+// plain, or the reverse), the output's are checked against them. Atomic.
+void convert_gpt2(const std::string& in, const std::string& out,
+                  ls_gpt2_layout layout, const Gpt2Progress& progress = {});
 
 // Writes packed weights held in memory (words: ls_gpt2_param_count(c)
-// floats in the layout of core/ls_gpt2.h) as a packed file, streaming and
-// atomically. Throws for an invalid config, a wrong size or a non-finite
-// weight.
+// floats in the plain layout of core/ls_gpt2.h) as a packed file in
+// `layout`, streaming and atomically. Throws for an invalid config, a wrong
+// size or a non-finite weight.
 void write_gpt2_packed(const std::string& out, const ls_gpt2_config& c,
                        const float* words, size_t n_words,
-                       const nlohmann::json& meta = nlohmann::json::object());
+                       const nlohmann::json& meta = nlohmann::json::object(),
+                       ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN);
+
+// The hex SHA-256 of w's weights in the plain layout, computed (one pass;
+// panel64 weights are un-permuted a matrix at a time, never as a whole).
+std::string gpt2_plain_sha256(const Gpt2Weights& w);
+
+// Plain word `i` of tensor `t` (an entry of gpt2_tensor_table(c)) is stored
+// at word gpt2_panel64_index(c, t, i) of that tensor in the panel64 layout
+// (i itself for tensors the layout leaves alone); and the inverse.
+uint64_t gpt2_panel64_index(const ls_gpt2_config& c, const TensorInfo& t,
+                            uint64_t i);
+uint64_t gpt2_panel64_plain_index(const ls_gpt2_config& c, const TensorInfo& t,
+                                  uint64_t stored);
 
 // Writes DIR/config.json and DIR/model.safetensors for a GPT-2 of config c
 // with seeded random weights (docs/gpt2-format.md "Random checkpoints"):
