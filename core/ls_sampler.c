@@ -22,38 +22,114 @@ int ls_argmax64(const double* logits, int n) {
   return best;
 }
 
-/* Candidate a ranks before b: larger logit first, lower index on ties. */
+/* Candidate a ranks before b: larger logit first, lower index on ties. A
+ * strict total order on indices (for finite logits), so the ranking below
+ * is the one §5.3 defines whatever algorithm computes it. */
 static int ls_ranks_before(const double* logits, int a, int b) {
   return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
 }
 
-int ls_sample_top_k64(const double* logits, int n, int k, double temperature,
-                      uint64_t* state, int* rank, double* weight) {
-  /* Ranking by insertion into a sorted list of at most k entries: the
-   * result is the order §5.3 defines, whatever algorithm a backend uses. */
+/* h[0..len) is a binary heap whose root ranks last: every child ranks
+ * before its parent. */
+static void ls_heap_down(const double* logits, int* h, int len, int i) {
+  for (;;) {
+    const int l = 2 * i + 1;
+    int last = i;
+    if (l < len && ls_ranks_before(logits, h[last], h[l])) last = l;
+    if (l + 1 < len && ls_ranks_before(logits, h[last], h[l + 1])) {
+      last = l + 1;
+    }
+    if (last == i) return;
+    const int t = h[i];
+    h[i] = h[last];
+    h[last] = t;
+    i = last;
+  }
+}
+
+static void ls_heap_up(const double* logits, int* h, int i) {
+  while (i > 0) {
+    const int parent = (i - 1) / 2;
+    if (!ls_ranks_before(logits, h[parent], h[i])) return;
+    const int t = h[i];
+    h[i] = h[parent];
+    h[parent] = t;
+    i = parent;
+  }
+}
+
+/* §5.3 step 1: rank[0..k) = the k best candidates, best first. Selection
+ * keeps the k best seen so far in a heap (the worst of them at the root),
+ * then heapsort orders them: O(n log k), fast enough for k = n = 50,257. */
+void ls_rank_top_k64(const double* logits, int n, int k, int* rank) {
   int len = 0;
   for (int i = 0; i < n; ++i) {
-    if (len == k && !ls_ranks_before(logits, i, rank[k - 1])) continue;
-    int pos = len < k ? len++ : k - 1;
-    while (pos > 0 && ls_ranks_before(logits, i, rank[pos - 1])) {
-      rank[pos] = rank[pos - 1];
-      --pos;
+    if (len < k) {
+      rank[len] = i;
+      ls_heap_up(logits, rank, len);
+      ++len;
+    } else if (ls_ranks_before(logits, i, rank[0])) {
+      rank[0] = i;
+      ls_heap_down(logits, rank, k, 0);
     }
-    rank[pos] = i;
   }
-  /* Weights exp(z_i - z_max) with z = logit / temperature, summed in rank
-   * order from +0.0. */
-  double zmax = logits[rank[0]] / temperature;
+  for (int end = k - 1; end > 0; --end) {
+    const int t = rank[0];
+    rank[0] = rank[end];
+    rank[end] = t;
+    ls_heap_down(logits, rank, end, 0);
+  }
+}
+
+/* §5.3 steps 2-3: weight[r] = exp(logit[rank[r]] / T - zmax), summed in
+ * rank order from +0.0; returns the sum. */
+static double ls_rank_weights64(const double* logits, int k, double temperature,
+                                const int* rank, double* weight) {
+  const double zmax = logits[rank[0]] / temperature;
   double sum = 0.0;
   for (int r = 0; r < k; ++r) {
     weight[r] = ls_exp64(logits[rank[r]] / temperature - zmax);
     sum = sum + weight[r];
   }
-  double target = ls_uniform64(state) * sum;
+  return sum;
+}
+
+/* §5.3 steps 4-5 over rank[0..m) whose weights sum to `sum`. */
+static int ls_draw64(int m, double sum, uint64_t* state, const int* rank,
+                     const double* weight) {
+  const double target = ls_uniform64(state) * sum;
   double c = 0.0;
-  for (int r = 0; r < k; ++r) {
+  for (int r = 0; r < m; ++r) {
     c = c + weight[r];
     if (target < c) return rank[r];
   }
-  return rank[k - 1];
+  return rank[m - 1];
+}
+
+int ls_sample_top_k64(const double* logits, int n, int k, double temperature,
+                      uint64_t* state, int* rank, double* weight) {
+  ls_rank_top_k64(logits, n, k, rank);
+  const double sum = ls_rank_weights64(logits, k, temperature, rank, weight);
+  return ls_draw64(k, sum, state, rank, weight);
+}
+
+int ls_sample_top_p64(const double* logits, int n, int k, double temperature,
+                      double top_p, uint64_t* state, int* rank, double* weight,
+                      int* kept) {
+  ls_rank_top_k64(logits, n, k, rank);
+  const double sum = ls_rank_weights64(logits, k, temperature, rank, weight);
+  /* §5.4 step 4: the shortest prefix whose running sum reaches P * S. */
+  const double threshold = top_p * sum;
+  int m = k;
+  double c = 0.0;
+  for (int r = 0; r < k; ++r) {
+    c = c + weight[r];
+    if (c >= threshold) {
+      m = r + 1;
+      break;
+    }
+  }
+  if (kept) *kept = m;
+  /* §5.4 step 5: c is the prefix's own sum (the same additions). */
+  return ls_draw64(m, c, state, rank, weight);
 }
