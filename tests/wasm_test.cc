@@ -170,7 +170,7 @@ void CompareGpt2(const std::string& file, const Gpt2Weights& w,
                  bool every_full_prefix) {
   const ls_gpt2_config& c = w.config;
   WasmHost host(file);
-  Gpt2Session native({c, w.data(), w.words()}, {"cpu", 2, c.n_ctx});
+  Gpt2Session native({c, w.data(), w.words(), w.layout}, {"cpu", 2, c.n_ctx});
   for (size_t ci = 0; ci < contexts.size(); ++ci) {
     const auto& tokens = contexts[ci];
     SCOPED_TRACE("context " + std::to_string(ci));

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ls_gpt2.h"
+#include "ls_gpt2_layout.h"
 #include "ls_sampler.h"
 #include "ls_tiny.h"
 #include "lsw_scalar.h"
@@ -219,9 +220,20 @@ static int check_gpt2(const char* path) {
       config_int(header, "n_vocab"), config_int(header, "n_ctx"),
       config_int(header, "n_embd"), config_int(header, "n_head"),
       config_int(header, "n_layer")};
+  const int panel64 = strstr(header, "\"layout\":\"panel64\"") != NULL;
   free(header);
   const size_t words = ls_gpt2_param_count(&c);
   if (words == 0 || words * 4 != p) return fail("not a packed GPT-2", path);
+  if (panel64) {
+    /* A file in the panel64 layout (`lockstep convert`'s default): the
+     * module and core/ls_gpt2.c take the plain layout, as the Node.js host
+     * gives it. */
+    float* plain = malloc(p);
+    if (!plain) return fail("out of memory", path);
+    ls_gpt2_from_panels(&c, w, plain);
+    free(w);
+    w = plain;
+  }
 
   struct Z_env_instance_t planner_env, env;
   Z_lsw_instance_t planner, inst;
