@@ -102,6 +102,10 @@ export class Session {
   // the same bits as step() on each token, however the prompt is split.
   // Consumes nothing when the tokens do not fit the context.
   prefill(tokens, allPositions = false) {
+    if (this.kind !== 'gpt2') {
+      throw new HostError('prefill is for GPT-2 models (a tiny model takes ' +
+                          'its whole window at once)');
+    }
     const n = tokens.length;
     if (n === 0) throw new HostError('GPT-2 prefill: no tokens');
     if (n > this.nCtx - this.position) {
