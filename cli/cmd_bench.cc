@@ -42,7 +42,7 @@ long peak_rss_kb() {
 struct BenchArgs {
   std::string model;
   std::string backend = "cpu";
-  std::vector<int> threads{1, 2};
+  std::vector<int> threads{1, 0};  // 0: all cores
   int repeat = 3;
   // Prompt lengths for time to first token (prefill against stepping).
   std::vector<int> prompts{128, 512, 1000};
@@ -54,7 +54,12 @@ void check(ls_status s, const char* what) {
   if (s != LS_OK) throw Error(std::string(what) + ": " + ls_status_message(s));
 }
 
-int run(const BenchArgs& a) {
+int run(BenchArgs a) {
+  // --threads 0: one per hardware thread; each count measured once.
+  const unsigned hw = std::thread::hardware_concurrency();
+  for (int& t : a.threads) t = t == 0 ? int(hw == 0 ? 1 : hw) : t;
+  a.threads.erase(std::unique(a.threads.begin(), a.threads.end()),
+                  a.threads.end());
   Gpt2Weights loaded;
   std::vector<float> generated;
   ls_gpt2_config c = kGpt2_124M;
@@ -269,8 +274,10 @@ Action add_bench(CLI::App& app) {
   app.add_option("--backend", a->backend,
                  "cpu, cpu-avx512, cpu-avx2, cpu-generic or reference")
       ->capture_default_str();
-  app.add_option("--threads", a->threads, "thread counts to measure")
-      ->check(CLI::Range(1, 2))
+  app.add_option("--threads", a->threads,
+                 "thread counts to measure, 1 to 256 (0: all cores)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 256))
       ->capture_default_str();
   app.add_option("--repeat", a->repeat, "runs per measurement (median)")
       ->check(CLI::Range(1, 100))

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/kernels.h"
@@ -555,8 +556,8 @@ class CpuBackend final : public Gpt2Backend {
   // 4 units or more, else the fewest of 2, 4, 8, 16 that does.
   int split_k(int full, int n_in) const {
     const int members = pool_.size();
-    if (members == 1 || !k_.matvec_blocks || n_in % 16 != 0 || full < 1 ||
-        size_t(full) > split_panels(c_)) {
+    if (members == 1 || no_split_k_ || !k_.matvec_blocks || n_in % 16 != 0 ||
+        full < 1 || size_t(full) > split_panels(c_)) {
       return 1;
     }
     int g = 1;
@@ -671,6 +672,12 @@ class CpuBackend final : public Gpt2Backend {
   const float* w_;
   const CpuKernels& k_;
   bool in_place_;  // w_ is PANEL64: matrices and head read in place
+  // $LOCKSTEP_NO_SPLIT_K set (to anything but "0") at creation: decode
+  // never splits K (for benchmarks: the same bits either way).
+  bool no_split_k_ = [] {
+    const char* e = std::getenv("LOCKSTEP_NO_SPLIT_K");
+    return e && std::string(e) != "0";
+  }();
   cpu::ThreadPool pool_;
   int positions_;
   Layout lay_;
