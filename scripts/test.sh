@@ -13,6 +13,9 @@ files=$(git ls-files '*.c' '*.h' '*.cc' '*.cu' 2>/dev/null || true)
 echo "== tests (Release) =="
 ctest --test-dir build -j "$jobs" --output-on-failure
 
+echo "== ARM64: cross-compiled, exactness under qemu-aarch64 (scripts/test-arm64.sh, docs/arm64.md) =="
+bash scripts/test-arm64.sh
+
 echo "== tests (ASan + UBSan) =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLOCKSTEP_SANITIZE=ON >/dev/null
