@@ -1,6 +1,10 @@
-// lockstep generate: the next-byte distribution, all logits, or text.
+// lockstep generate: the next-byte distribution, all logits, or text; and
+// the pieces generate, logits and tokenize share (generate_args.h).
+#include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -37,6 +41,171 @@ std::vector<int32_t> parse_token_list(const std::string& list) {
   return out;
 }
 
+std::vector<int32_t> parse_token_text(const std::string& text) {
+  std::string list;
+  bool sep = true;  // at the start, or after a separator
+  for (char ch : text) {
+    const bool space = ch == ',' || ch == ' ' || ch == '\t' || ch == '\n' ||
+                       ch == '\r' || ch == '\v' || ch == '\f';
+    if (space) {
+      if (!sep) list.push_back(',');
+      sep = true;
+    } else {
+      list.push_back(ch);
+      sep = false;
+    }
+  }
+  if (!list.empty() && list.back() == ',') list.pop_back();
+  return list.empty() ? std::vector<int32_t>{} : parse_token_list(list);
+}
+
+std::string read_all_bytes(const std::string& path) {
+  const bool std_in = path == "-";
+  const std::string name = std_in ? "standard input" : "'" + path + "'";
+  std::FILE* f = std_in ? stdin : std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    throw Error("cannot open --file " + name + ": " + std::strerror(errno));
+  }
+  std::string out;
+  char buf[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int err = errno;
+  const bool failed = std::ferror(f) != 0;
+  if (!std_in) std::fclose(f);
+  if (failed) {
+    throw Error("cannot read the prompt from " + name + ": " +
+                std::strerror(err));
+  }
+  return out;
+}
+
+void PromptArgs::add(CLI::App& app, const std::string& text_help,
+                     const std::string& tokens_help, bool short_text) {
+  text_ = app.add_option(short_text ? "--text,-t" : "--text", text, text_help);
+  tokens_ = app.add_option("--tokens", tokens, tokens_help);
+  file_ = app.add_option("--file,-f", file,
+                         "read the prompt's bytes from a file, exactly (NUL "
+                         "bytes and any encoding; '-': standard input)");
+  dash_ = app.add_option("STDIN", dash,
+                         "'-': read the prompt from standard input "
+                         "(as --file -)")
+              ->check(
+                  [](const std::string& v) {
+                    return v == "-" ? std::string()
+                                    : "'" + v +
+                                          "' is not an option; a prompt "
+                                          "goes in --text, --file PATH or "
+                                          "- (standard input)";
+                  },
+                  "-");
+}
+
+void PromptArgs::resolve() {
+  std::vector<std::string> given;
+  if (text_->count() > 0) given.push_back("--text");
+  if (tokens_->count() > 0) given.push_back("--tokens");
+  if (file_->count() > 0) given.push_back(file == "-" ? "--file -" : "--file");
+  if (dash_->count() > 0) given.push_back("- (standard input)");
+  if (given.size() > 1) {
+    throw Error("give one prompt source, not both " + given[0] + " and " +
+                given[1] +
+                " (--text, --tokens, --file PATH and - are alternatives)");
+  }
+  tokens_given_ = tokens_->count() > 0;
+  if (file_->count() > 0 || dash_->count() > 0) {
+    text = read_all_bytes(file_->count() > 0 ? file : "-");
+    file_given_ = true;
+  }
+}
+
+StopStream::StopStream(std::vector<std::string> stops, bool print)
+    : stops_(std::move(stops)), print_(print) {
+  for (const auto& s : stops_) {
+    if (s.empty()) throw Error("--stop needs a non-empty string");
+  }
+}
+
+bool StopStream::add(std::string_view bytes) {
+  const size_t old = text_.size();
+  text_.append(bytes);
+  // A new occurrence ends in the new bytes; the earliest start wins, then
+  // the stop string given first.
+  size_t best = std::string::npos;
+  const std::string* which = nullptr;
+  for (const auto& s : stops_) {
+    const size_t from = old >= s.size() - 1 ? old - (s.size() - 1) : 0;
+    const size_t at = text_.find(s, from);
+    if (at < best) {
+      best = at;
+      which = &s;
+    }
+  }
+  if (which != nullptr) {
+    stopped_by_ = *which;
+    text_.resize(best);
+    emit(best);
+    return true;
+  }
+  // Hold back the longest suffix that could begin a stop string.
+  size_t hold = 0;
+  for (const auto& s : stops_) {
+    for (size_t len = std::min(s.size() - 1, text_.size()); len > hold; --len) {
+      if (text_.compare(text_.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+    }
+  }
+  emit(text_.size() - hold);
+  return false;
+}
+
+void StopStream::finish() { emit(text_.size()); }
+
+void StopStream::emit(size_t end) {
+  if (end <= printed_) return;
+  if (print_) {
+    std::fwrite(text_.data() + printed_, 1, end - printed_, stdout);
+    std::fflush(stdout);
+  }
+  printed_ = end;
+}
+
+void print_summary(const GenerationSummary& s, bool quiet) {
+  if (quiet) return;
+  const char* stop = "length";
+  switch (s.stop) {
+    case StopReason::kLength:
+      stop = "length";
+      break;
+    case StopReason::kEndOfText:
+      stop = "<|endoftext|>";
+      break;
+    case StopReason::kStopString:
+      stop = "stop string";
+      break;
+    case StopReason::kContext:
+      stop = "context limit";
+      break;
+  }
+  char rate[64] = "-";
+  if (s.generated > 0 && s.generate_seconds > 0) {
+    std::snprintf(rate, sizeof rate, "%.2f",
+                  double(s.generated) / s.generate_seconds);
+  }
+  const auto count = [](size_t n, const char* what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  std::fprintf(stderr,
+               "lockstep: prompt %s, prefill %.2f ms; generated %s in %.3f "
+               "s, %s tokens/s; backend %s, %s; stop: %s\n",
+               count(s.prompt_tokens, "token").c_str(), s.prefill_seconds * 1e3,
+               count(s.generated, "token").c_str(), s.generate_seconds, rate,
+               s.backend.c_str(), count(size_t(s.threads), "thread").c_str(),
+               stop);
+}
+
 namespace {
 
 // A byte as it would appear in a C string literal.
@@ -71,68 +240,83 @@ std::string hex_float(double v) {
   return buf;
 }
 
-// tiny_generate's loop with the logits from the WebAssembly module.
-static std::vector<int32_t> wasm_tiny_generate(
-    WasmHost& wasm, int n_ctx, const std::vector<int32_t>& prompt,
-    const GenerateArgs& a, const std::function<void(int32_t)>& on) {
-  Sampler choose(a.sampler, 256);
-  std::vector<int32_t> text = prompt, out;
-  for (int i = 0; i < a.generate; ++i) {
-    const size_t n = std::min(text.size(), size_t(n_ctx));
-    const TinyLogits logits = wasm.tiny_logits(
-        std::span<const int32_t>(text.data() + text.size() - n, n), a.bound);
-    const int32_t next = choose.next(std::span<const double>(logits));
-    text.push_back(next);
-    out.push_back(next);
-    on(next);
-  }
-  return out;
-}
-
 int run_tiny_generate(const GenerateArgs& args) {
   GenerateArgs a = args;
   if (a.sampler.top_k == kWholeVocabulary) a.sampler.top_k = 256;
   const Sampler check_options(a.sampler, 256);  // bad options fail early
   const TinyModel m = load_tiny(a.model.path());
-  std::vector<int32_t> prompt =
-      a.tokens.empty() ? std::vector<int32_t>(a.text.begin(), a.text.end())
-                       : parse_token_list(a.tokens);
-  for (auto& t : prompt) {
-    if (a.tokens.empty()) t = int32_t(uint8_t(t));  // bytes, not chars
+  std::vector<int32_t> prompt;
+  if (a.prompt.from_tokens()) {
+    prompt = parse_token_list(a.prompt.tokens);
+  } else {
+    for (char ch : a.prompt.text) prompt.push_back(uint8_t(ch));  // bytes
   }
   if (prompt.empty()) {
     throw Error(
-        "the prompt is empty: give --text or --tokens with at least "
-        "one byte");
+        "the prompt is empty: give --text, --tokens, --file or - with at "
+        "least one byte");
   }
   // --backend wasm: the same checked entry in the WebAssembly module.
   std::unique_ptr<WasmHost> wasm;
   if (a.backend == "wasm") wasm = std::make_unique<WasmHost>(a.model.path());
+  // The logits after the last n_ctx bytes of `text`.
+  const auto logits_after = [&](const std::vector<int32_t>& text) {
+    const size_t n = std::min(text.size(), size_t(m.n_ctx));
+    const std::span<const int32_t> window(text.data() + text.size() - n, n);
+    return wasm ? wasm->tiny_logits(window, a.bound)
+                : tiny_logits(m, window, a.bound);
+  };
 
   if (a.generate > 0) {
-    std::string out_text;
-    if (!a.json) std::fwrite(a.text.data(), 1, a.text.size(), stdout);
-    const auto on_byte = [&](int32_t b) {
-      out_text.push_back(char(b));
-      if (!a.json) {
-        std::fputc(b, stdout);
-        std::fflush(stdout);
+    // tiny_generate's loop (a forward pass over the last n_ctx bytes per
+    // byte), with stop strings and timing.
+    using Clock = std::chrono::steady_clock;
+    StopStream out(a.stops, !a.json);
+    if (!a.json) {
+      std::fwrite(a.prompt.text.data(), 1, a.prompt.text.size(), stdout);
+      std::fflush(stdout);
+    }
+    Sampler choose(a.sampler, 256);
+    GenerationSummary sum;
+    sum.prompt_tokens = prompt.size();
+    sum.backend = wasm ? "wasm (Node.js), tiny binary64" : "tiny binary64";
+    sum.threads = 1;
+    const auto t0 = Clock::now();
+    TinyLogits logits = logits_after(prompt);
+    const auto t1 = Clock::now();
+    std::vector<int32_t> text = prompt, gen;
+    for (int i = 0; i < a.generate; ++i) {
+      const int32_t next = choose.next(std::span<const double>(logits));
+      text.push_back(next);
+      gen.push_back(next);
+      const char byte = char(next);
+      if (out.add(std::string_view(&byte, 1))) {
+        sum.stop = StopReason::kStopString;
+        break;
       }
-    };
-    const auto gen =
-        wasm
-            ? wasm_tiny_generate(*wasm, m.n_ctx, prompt, a, on_byte)
-            : tiny_generate(m, prompt, a.generate, a.bound, a.sampler, on_byte);
+      if (i + 1 < a.generate) logits = logits_after(text);
+    }
+    out.finish();
+    sum.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
+    sum.generated = gen.size();
+    sum.generate_seconds =
+        std::chrono::duration<double>(Clock::now() - t1).count();
     if (a.json) {
       nlohmann::json j = {{"model", a.model.label()},
                           {"payload_sha256", m.payload_sha256},
                           {"prompt_tokens", prompt},
                           {"tokens", gen},
-                          {"completion_escaped", show_bytes(gen)}};
+                          {"completion_escaped", escape_bytes(out.text())}};
+      if (sum.stop == StopReason::kStopString) {
+        j["stop"] = "string";
+        j["stop_string"] = escape_bytes(out.stopped_by());
+      }
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::fputc('\n', stdout);
     }
+    std::fflush(stdout);
+    print_summary(sum, a.quiet);
     return 0;
   }
 
@@ -143,8 +327,7 @@ int run_tiny_generate(const GenerateArgs& args) {
     std::fprintf(stderr, "note: %s sees only the last %d bytes\n",
                  a.model.label().c_str(), m.n_ctx);
   }
-  const TinyLogits logits = wasm ? wasm->tiny_logits(window, a.bound)
-                                 : tiny_logits(m, window, a.bound);
+  const TinyLogits logits = logits_after(window);
   if (a.json) {
     nlohmann::json hexes = nlohmann::json::array();
     nlohmann::json values = nlohmann::json::array();
@@ -187,13 +370,12 @@ int run_tiny_generate(const GenerateArgs& args) {
 Action add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   a->model.add(app);
-  auto* text = app.add_option("--text,-t", a->text, "prompt text (bytes)");
-  auto* toks = app.add_option("--tokens", a->tokens,
-                              "prompt as comma-separated byte values, "
-                              "e.g. 84,111,32,98");
-  text->excludes(toks);
+  a->prompt.add(app, "prompt text (bytes)",
+                "prompt as comma-separated ids (byte values for the tiny "
+                "models), e.g. 84,111,32,98");
   app.add_option("--generate,-n", a->generate,
-                 "bytes to generate (0: print the next-byte distribution)")
+                 "bytes (tiny) or tokens (GPT-2) to generate at most (0: "
+                 "print the next-token distribution)")
       ->check(CLI::Range(0, 1000000));
   app.add_option("--top", a->top, "rows of the distribution to print")
       ->check(CLI::Range(1, 256))
@@ -205,7 +387,7 @@ Action add_generate(CLI::App& app) {
                "GPT-2: recompute the whole prefix for every token instead "
                "of the KV cache (same tokens, slower)");
   app.add_flag("--special", a->special,
-               "GPT-2: '<|endoftext|>' in --text is token 50256");
+               "GPT-2: '<|endoftext|>' in the prompt is token 50256");
   add_backend_options(app, a->backend, a->threads);
   app.add_option("--bound,-B", a->bound,
                  "clip every weight to [-B, B], B in [0, 10]")
@@ -216,17 +398,54 @@ Action add_generate(CLI::App& app) {
   app.add_option("--seed,-s", a->sampler.seed,
                  "sampler seed (SplitMix64, docs/arithmetic.md §5)");
   app.add_option("--temperature,-T", a->sampler.temperature,
-                 "divide logits by T before top-k sampling (T > 0)");
+                 "divide logits by T before sampling (T > 0)");
+  auto* top_p = app.add_option(
+      "--top-p,-p", a->sampler.top_p,
+      "nucleus sampling: keep the fewest most likely tokens whose "
+      "probabilities sum to at least P, 0 < P <= 1 (after --top-k and "
+      "--temperature; docs/arithmetic.md §5.4)");
+  app.add_option("--stop", a->stops,
+                 "end when the generated text contains STRING (repeatable; "
+                 "the stop string is not printed)")
+      ->type_name("STRING")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag_callback(
+      "--no-stop-eot", [a]() { a->stop_eot = false; },
+      "GPT-2: keep generating after <|endoftext|> (printed as text) instead "
+      "of stopping there");
+  app.add_flag("--quiet,-q", a->quiet,
+               "no summary (prompt and prefill, tokens/s, backend) on "
+               "standard error");
   app.footer(
       "Examples:\n"
       "  lockstep generate --model tiny4 --text 'To b'\n"
       "  lockstep generate --model tiny128 --text 'ROMEO:' --generate 160\n"
       "  lockstep generate --model tiny64 --text 'KING' --logits --json\n"
       "  lockstep generate --model gpt2.lockstep --text 'Once upon a time' "
-      "--generate 32");
-  return [a]() {
-    if (a->sampler.top_k == 0 && a->sampler.temperature != 1.0) {
-      // Temperature without top-k samples from the whole distribution.
+      "--generate 32\n"
+      "  lockstep generate --model gpt2.lockstep --file prompt.txt "
+      "--generate 200 --top-p 0.9 --seed 1 --stop $'\\n\\n'\n"
+      "  echo 'Hello' | lockstep generate --model gpt2.lockstep - -n 16\n"
+      "\n"
+      "Output is the prompt, then the generated text on standard output; a "
+      "summary\n"
+      "follows on standard error. GPT-2 stops at <|endoftext|> (not "
+      "printed) unless\n"
+      "--no-stop-eot.");
+  return [a, top_p]() {
+    // Option errors before any model is loaded.
+    if (!(a->sampler.top_p > 0.0 && a->sampler.top_p <= 1.0)) {
+      throw Error("top-p must be a number in (0, 1]");
+    }
+    for (const auto& s : a->stops) {
+      if (s.empty()) throw Error("--stop needs a non-empty string");
+    }
+    a->prompt.resolve();
+    if (a->sampler.top_k == 0 &&
+        (a->sampler.temperature != 1.0 || top_p->count() > 0)) {
+      // Temperature or top-p without top-k samples from the whole
+      // distribution.
       a->sampler.top_k = kWholeVocabulary;
     }
     return a->model.kind() == ModelKind::kGpt2 ? run_gpt2_generate(*a)

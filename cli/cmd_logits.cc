@@ -1,5 +1,7 @@
 // lockstep logits: GPT-2 logits as little-endian binary32 rows, for tools
-// and tests.
+// and tests. The prompt goes through the batched prefill (or, with --full,
+// a full-prefix pass per row); both give the same bits.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -19,7 +21,8 @@ namespace {
 
 struct LogitsArgs {
   ModelArgs model;
-  std::string tokens, text, out;
+  PromptArgs prompt;
+  std::string out;
   bool all_positions = false;
   bool full = false;
   bool special = false;
@@ -35,39 +38,52 @@ int run(const LogitsArgs& a) {
   }
   const Gpt2Weights w = load_gpt2(a.model.path());
   const ls_gpt2_config& c = w.config;
-  std::vector<int32_t> tokens;
-  if (!a.text.empty()) {
-    tokens = Tokenizer::load(data_dir() + "/gpt2").encode(a.text, a.special);
-  } else {
-    tokens = parse_token_list(a.tokens);
+  const std::vector<int32_t> tokens =
+      a.prompt.from_tokens() ? parse_token_list(a.prompt.tokens)
+                             : Tokenizer::load(data_dir() + "/gpt2")
+                                   .encode(a.prompt.text, a.special);
+  if (tokens.empty()) {
+    throw Error("no tokens: give --tokens, --text, --file or -");
   }
-  if (tokens.empty()) throw Error("no tokens: give --tokens or --text");
   if (tokens.size() > size_t(c.n_ctx)) {
     throw Error(std::to_string(tokens.size()) +
                 " tokens exceed the context "
                 "of " +
                 std::to_string(c.n_ctx));
   }
+  // Without --full the prompt goes through the batched prefill, in chunks
+  // of kChunk positions so that the progress bar moves (any chunking gives
+  // the same bits).
+  constexpr size_t kChunk = 128;
   Gpt2Runner session(a.model.path(), w, a.backend, a.threads,
-                     a.full ? c.n_ctx : 1);
+                     a.full ? c.n_ctx : int(std::min(tokens.size(), kChunk)));
   const size_t rows = a.all_positions ? tokens.size() : 1;
   const size_t V = size_t(c.n_vocab);
   std::vector<uint8_t> bytes(rows * V * sizeof(float));
   ProgressBar bar("logits", long(tokens.size()));
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    std::span<const float> logits;
-    if (a.full) {
+  if (a.full) {
+    for (size_t t = 0; t < tokens.size(); ++t) {
       if (!a.all_positions && t + 1 < tokens.size()) continue;
-      logits = session.infer({tokens.data(), t + 1});
-    } else {
-      logits = session.step(tokens[t]);
+      const std::span<const float> logits =
+          session.infer({tokens.data(), t + 1});
+      std::memcpy(bytes.data() + (a.all_positions ? t : 0) * V * sizeof(float),
+                  logits.data(), V * sizeof(float));
+      if (tokens.size() > 8) bar.update(long(t + 1));
     }
-    if (a.all_positions || t + 1 == tokens.size()) {
-      const size_t row = a.all_positions ? t : 0;
-      std::memcpy(bytes.data() + row * V * sizeof(float), logits.data(),
-                  V * sizeof(float));
+  } else {
+    for (size_t done = 0; done < tokens.size();) {
+      const size_t n = std::min(kChunk, tokens.size() - done);
+      const std::span<const float> logits =
+          session.prefill({tokens.data() + done, n}, a.all_positions);
+      if (a.all_positions) {
+        std::memcpy(bytes.data() + done * V * sizeof(float), logits.data(),
+                    n * V * sizeof(float));
+      } else if (done + n == tokens.size()) {
+        std::memcpy(bytes.data(), logits.data(), V * sizeof(float));
+      }
+      done += n;
+      if (tokens.size() > kChunk) bar.update(long(done));
     }
-    if (tokens.size() > 8) bar.update(long(t + 1));
   }
   write_file_atomic(a.out, bytes);
   std::fprintf(stderr, "wrote %zu x %zu binary32 logits to %s\n", rows, V,
@@ -80,9 +96,8 @@ int run(const LogitsArgs& a) {
 Action add_logits(CLI::App& app) {
   auto a = std::make_shared<LogitsArgs>();
   a->model.add(app);
-  auto* t = app.add_option("--tokens", a->tokens, "token ids, e.g. 15496,995");
-  auto* x = app.add_option("--text", a->text, "text to tokenize first");
-  t->excludes(x);
+  a->prompt.add(app, "text to tokenize first", "token ids, e.g. 15496,995",
+                false);
   app.add_option("--out,-o", a->out,
                  "output file: little-endian binary32, rows x vocabulary")
       ->required();
@@ -92,7 +107,18 @@ Action add_logits(CLI::App& app) {
                "compute each row by a full-prefix pass (same bits)");
   app.add_flag("--special", a->special, "'<|endoftext|>' is token 50256");
   add_backend_options(app, a->backend, a->threads);
-  return [a]() { return run(*a); };
+  app.footer(
+      "Examples:\n"
+      "  lockstep logits --model gpt2.lockstep --text 'Hello world' "
+      "--all-positions --out l.f32\n"
+      "  lockstep logits --model gpt2.lockstep --file prompt.txt --out "
+      "l.f32\n"
+      "  lockstep logits --model gpt2.lockstep --tokens 15496,995 --out "
+      "l.f32");
+  return [a]() {
+    a->prompt.resolve();
+    return run(*a);
+  };
 }
 
 }  // namespace lockstep::cli

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/generate_args.h"
+#include "lockstep/error.h"
 #include "lockstep/paths.h"
 #include "tokenizer/bpe.h"
 
@@ -11,20 +12,34 @@ namespace lockstep::cli {
 
 Action add_tokenize(CLI::App& app) {
   struct Args {
-    std::string text, tokens;
+    PromptArgs prompt;
     bool decode = false, json = false, special = false;
   };
   auto a = std::make_shared<Args>();
-  auto* t = app.add_option("--text,-t", a->text, "text to encode");
-  auto* k = app.add_option("--tokens", a->tokens, "ids to decode (--decode)");
-  t->excludes(k);
-  app.add_flag("--decode,-d", a->decode, "decode --tokens to text");
+  a->prompt.add(app, "text to encode", "ids to decode (--decode)");
+  app.add_flag("--decode,-d", a->decode,
+               "decode ids to text: --tokens, or --file / - holding ids "
+               "separated by commas or white space");
   app.add_flag("--json", a->json, "print JSON");
   app.add_flag("--special", a->special, "'<|endoftext|>' is token 50256");
+  app.footer(
+      "Examples:\n"
+      "  lockstep tokenize --text 'Hello world'\n"
+      "  lockstep tokenize --file prompt.txt --json\n"
+      "  printf 'Hello' | lockstep tokenize -\n"
+      "  lockstep tokenize --decode --tokens 15496,995");
   return [a]() {
+    a->prompt.resolve();
     const Tokenizer tok = Tokenizer::load(data_dir() + "/gpt2");
     if (a->decode) {
-      const std::string s = tok.decode(parse_token_list(a->tokens));
+      if (!a->prompt.from_tokens() && !a->prompt.from_file() &&
+          !a->prompt.text.empty()) {
+        throw Error(
+            "--decode reads ids from --tokens, --file or -, not --text");
+      }
+      const std::string s = tok.decode(
+          a->prompt.from_file() ? parse_token_text(a->prompt.text)
+                                : parse_token_list(a->prompt.tokens));
       if (a->json) {
         std::printf("%s\n", nlohmann::json(escape_bytes(s)).dump().c_str());
       } else {
@@ -33,7 +48,12 @@ Action add_tokenize(CLI::App& app) {
       }
       return 0;
     }
-    const auto ids = tok.encode(a->text, a->special);
+    if (a->prompt.from_tokens()) {
+      throw Error(
+          "--tokens is for --decode; text to encode goes in --text, "
+          "--file or -");
+    }
+    const auto ids = tok.encode(a->prompt.text, a->special);
     if (a->json) {
       std::printf("%s\n", nlohmann::json(ids).dump().c_str());
       return 0;

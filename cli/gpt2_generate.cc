@@ -1,7 +1,9 @@
-// lockstep generate on GPT-2: tokenize, prefill, then stream tokens from the
-// KV-cached step (or, with --full, from a full-prefix pass per token: the
-// same bits, so the same tokens).
+// lockstep generate on GPT-2: tokenize, prefill the prompt in one batched
+// pass, then stream tokens from the KV-cached step (or, with --full, from a
+// full-prefix pass per token: the same bits, so the same tokens), until
+// --generate tokens, <|endoftext|>, a --stop string or the context limit.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -50,33 +52,36 @@ void print_distribution(const GenerateArgs& a, const Tokenizer& tok,
 }  // namespace
 
 int run_gpt2_generate(const GenerateArgs& args) {
+  using Clock = std::chrono::steady_clock;
   GenerateArgs a = args;
   const Gpt2Weights w = load_gpt2(a.model.path());
   const Tokenizer tok = Tokenizer::load(data_dir() + "/gpt2");
   const ls_gpt2_config& c = w.config;
   if (a.sampler.top_k == kWholeVocabulary) a.sampler.top_k = c.n_vocab;
-  std::vector<int32_t> tokens = a.tokens.empty() ? tok.encode(a.text, a.special)
-                                                 : parse_token_list(a.tokens);
+  std::vector<int32_t> tokens = a.prompt.from_tokens()
+                                    ? parse_token_list(a.prompt.tokens)
+                                    : tok.encode(a.prompt.text, a.special);
   if (tokens.empty()) {
     throw Error(
-        "the prompt is empty: give --text or --tokens with at least "
-        "one token");
+        "the prompt is empty: give --text, --tokens, --file or - with at "
+        "least one token");
   }
   if (tokens.size() > size_t(c.n_ctx)) {
     throw Error("the prompt has " + std::to_string(tokens.size()) +
                 " tokens; the model's context is " + std::to_string(c.n_ctx));
   }
+  const size_t n_prompt = tokens.size();
+  // --full: every pass is a full prefix (up to n_ctx positions); otherwise
+  // the prompt is one batched prefill, then one cached step per token.
   Gpt2Runner session(a.model.path(), w, a.backend, a.threads,
-                     a.full ? c.n_ctx : 1);
+                     a.full ? c.n_ctx : int(n_prompt));
   Sampler sampler(a.sampler, c.n_vocab);
 
   // Prefill: the prompt's last position's logits.
-  std::span<const float> logits;
-  if (a.full) {
-    logits = session.infer(tokens);
-  } else {
-    for (int32_t t : tokens) logits = session.step(t);
-  }
+  const auto t0 = Clock::now();
+  std::span<const float> logits =
+      a.full ? session.infer(tokens) : session.prefill(tokens);
+  const auto t1 = Clock::now();
   if (a.generate == 0) {
     if (a.json) {
       nlohmann::json hexes = nlohmann::json::array();
@@ -98,41 +103,64 @@ int run_gpt2_generate(const GenerateArgs& args) {
     std::fwrite(shown.data(), 1, shown.size(), stdout);
     std::fflush(stdout);
   }
+  StopStream out(a.stops, !a.json);
+  GenerationSummary sum;
+  sum.prompt_tokens = n_prompt;
+  sum.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
+  sum.backend = session.backend_name() + (a.full ? ", --full" : "");
+  sum.threads = session.threads();
   std::vector<int32_t> generated;
   for (int i = 0; i < a.generate; ++i) {
     const int32_t next = sampler.next(logits);
     generated.push_back(next);
     tokens.push_back(next);
-    if (!a.json) {
-      const std::string& bytes = tok.token_bytes(next);
-      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-      std::fflush(stdout);
+    // <|endoftext|> ends the text: it is not printed.
+    if (a.stop_eot && next == Tokenizer::kEndOfText) {
+      sum.stop = StopReason::kEndOfText;
+      break;
+    }
+    if (out.add(tok.token_bytes(next))) {
+      sum.stop = StopReason::kStopString;
+      break;
     }
     if (i + 1 == a.generate) break;
     if (tokens.size() >= size_t(c.n_ctx)) {
-      std::fprintf(stderr,
-                   "\nnote: stopped at the context limit of %d positions "
-                   "after %d of %d tokens\n",
-                   c.n_ctx, i + 1, a.generate);
+      sum.stop = StopReason::kContext;
       break;
     }
     logits = a.full ? session.infer(tokens) : session.step(next);
   }
+  out.finish();
+  sum.generated = generated.size();
+  sum.generate_seconds =
+      std::chrono::duration<double>(Clock::now() - t1).count();
   if (a.json) {
-    std::printf("%s\n",
-                nlohmann::json({{"model", a.model.label()},
-                                {"payload_sha256", w.payload_sha256},
-                                {"prompt_tokens",
-                                 std::vector<int32_t>(
-                                     tokens.begin(),
-                                     tokens.end() - long(generated.size()))},
-                                {"tokens", generated},
-                                {"text", escape_bytes(tok.decode(generated))}})
-                    .dump()
-                    .c_str());
+    nlohmann::json j = {
+        {"model", a.model.label()},
+        {"payload_sha256", w.payload_sha256},
+        {"prompt_tokens",
+         std::vector<int32_t>(tokens.begin(), tokens.begin() + long(n_prompt))},
+        {"tokens", generated},
+        {"text", escape_bytes(out.text())}};
+    // Only when generation ended early, so that other output stays as it
+    // was (and as the Node.js host prints it).
+    if (sum.stop == StopReason::kEndOfText) j["stop"] = "eot";
+    if (sum.stop == StopReason::kStopString) {
+      j["stop"] = "string";
+      j["stop_string"] = escape_bytes(out.stopped_by());
+    }
+    std::printf("%s\n", j.dump().c_str());
   } else {
     std::fputc('\n', stdout);
   }
+  std::fflush(stdout);
+  if (sum.stop == StopReason::kContext) {
+    std::fprintf(stderr,
+                 "note: stopped at the context limit of %d positions after "
+                 "%zu of %d tokens\n",
+                 c.n_ctx, generated.size(), a.generate);
+  }
+  print_summary(sum, a.quiet);
   return 0;
 }
 

@@ -5,9 +5,12 @@
 #ifndef LOCKSTEP_CLI_GPT2_RUNNER_H_
 #define LOCKSTEP_CLI_GPT2_RUNNER_H_
 
+#include <algorithm>
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "formats/gpt2_checkpoint.h"
 #include "hosts/native/wasm_host.h"
@@ -19,7 +22,11 @@ namespace lockstep::cli {
 class Gpt2Runner {
  public:
   Gpt2Runner(const std::string& path, const Gpt2Weights& w,
-             const std::string& backend, int threads, int max_prefix) {
+             const std::string& backend, int threads, int max_prefix)
+      : threads_(backend == "wasm" || backend == "reference" ? 1
+                 : threads > 0
+                     ? threads
+                     : int(std::max(1u, std::thread::hardware_concurrency()))) {
     if (backend == "wasm") {
       if (w.format != "packed") {
         throw Error(
@@ -40,10 +47,49 @@ class Gpt2Runner {
   std::span<const float> infer(std::span<const int32_t> tokens) {
     return wasm_ ? wasm_->infer(tokens) : native_->infer(tokens);
   }
+  // Gpt2Session::prefill's contract: consumes the tokens at the next
+  // positions, appends their keys and values and returns the last
+  // position's logits (all_positions: every position's, one row each).
+  std::span<const float> prefill(std::span<const int32_t> tokens,
+                                 bool all_positions = false) {
+    if (native_) return native_->prefill(tokens, all_positions);
+    // --backend wasm: a cached step per token (the same bits) until the
+    // switch to WasmHost::prefill.
+    return wasm_step_prefill(tokens, all_positions);
+  }
+  // The backend as the summary names it, e.g. "cpu-avx512 x2".
+  std::string backend_name() const {
+    return wasm_ ? "wasm (Node.js)" : native_->backend_name();
+  }
+  // Compute threads (0 asked: one per hardware thread, as the session
+  // resolves it; the reference and wasm run on one).
+  int threads() const { return threads_; }
 
  private:
+  std::span<const float> wasm_step_prefill(std::span<const int32_t> tokens,
+                                           bool all_positions) {
+    if (tokens.empty()) throw Error("GPT-2 prefill: no tokens");
+    if (tokens.size() > size_t(wasm_->n_ctx() - wasm_->position())) {
+      throw Error("GPT-2 prefill: " + std::to_string(tokens.size()) +
+                  " tokens at position " + std::to_string(wasm_->position()) +
+                  " do not fit the context of " +
+                  std::to_string(wasm_->n_ctx()));
+    }
+    std::span<const float> logits;
+    if (all_positions) all_logits_.clear();
+    for (int32_t t : tokens) {
+      logits = wasm_->step(t);
+      if (all_positions) {
+        all_logits_.insert(all_logits_.end(), logits.begin(), logits.end());
+      }
+    }
+    return all_positions ? std::span<const float>(all_logits_) : logits;
+  }
+
+  int threads_;
   std::unique_ptr<Gpt2Session> native_;
   std::unique_ptr<WasmHost> wasm_;
+  std::vector<float> all_logits_;  // wasm prefill(all_positions)
 };
 
 }  // namespace lockstep::cli
