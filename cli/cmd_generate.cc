@@ -408,8 +408,7 @@ Action add_generate(CLI::App& app) {
                  "end when the generated text contains STRING (repeatable; "
                  "the stop string is not printed)")
       ->type_name("STRING")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->allow_extra_args(false);  // one value per --stop: "-" stays stdin
   app.add_flag_callback(
       "--no-stop-eot", [a]() { a->stop_eot = false; },
       "GPT-2: keep generating after <|endoftext|> (printed as text) instead "
