@@ -96,9 +96,9 @@ check_golden tiny64_topk_seed7.txt generate --model tiny64 --text 'KING HENRY:' 
 check_golden tiny4_to_b_logits.json generate --model tiny4 --text 'To b' --logits --json
 
 # Same seed, same text; different seed, different text.
-a=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 80 --top-k 40 --seed 3)
-b=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 80 --top-k 40 --seed 3)
-c=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 80 --top-k 40 --seed 4)
+a=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 80 --top-k 40 --seed 3 -q)
+b=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 80 --top-k 40 --seed 3 -q)
+c=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 80 --top-k 40 --seed 4 -q)
 [ "$a" = "$b" ] && ok || bad "same seed gave different text"
 [ "$a" != "$c" ] && ok || bad "different seeds gave the same text"
 
@@ -123,8 +123,8 @@ cmp -s "$tmp/l_hf" "$tmp/l_ref" && ok || bad "reference and fast backend logits 
 expect 1 "unknown|backend" -- logits --model "$hf" --tokens 1 --backend gpu --out "$tmp/x"
 "$bin" logits --model "$hf" --tokens $prompt --out "$tmp/l_last" 2>/dev/null
 cmp -s "$tmp/l_last" <(tail -c $((50257 * 4)) "$tmp/l_hf") && ok || bad "last row differs"
-a=$("$bin" generate --model "$hf" --text "Once upon a time, in a small village" --generate 24)
-b=$("$bin" generate --model "$tmp/a.lockstep" --text "Once upon a time, in a small village" --generate 24 --full)
+a=$("$bin" generate --model "$hf" --text "Once upon a time, in a small village" --generate 24 -q)
+b=$("$bin" generate --model "$tmp/a.lockstep" --text "Once upon a time, in a small village" --generate 24 --full -q)
 [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "cached and --full generation differ"
 expect 0 '"tokens":\[9243,37324,37324,24520' -- generate --model "$hf" --tokens $prompt --generate 4 --json
 expect 0 "context limit of 128" -- generate --model "$hf" --tokens $prompt --generate 200
@@ -133,6 +133,116 @@ expect 1 "outside the vocabulary" -- logits --model "$hf" --tokens 1,50257 --out
 expect 1 "for GPT-2 models" -- logits --model tiny4 --tokens 1 --out "$tmp/x"
 expect nonzero "required" -- logits --model "$hf" --tokens 1
 [ ! -e "$tmp/x" ] && ok || bad "a failed logits run left a file"
+
+# Prompts from a file or standard input: every byte as it is (NUL, 0xff).
+printf 'a\0b\xff\n' >"$tmp/nul.txt"
+expect 0 "^64,188,65,187,198$" -- tokenize --file "$tmp/nul.txt"
+[ "$("$bin" tokenize - <"$tmp/nul.txt")" = 64,188,65,187,198 ] && ok || bad "tokenize - (stdin)"
+[ "$("$bin" tokenize --file - <"$tmp/nul.txt")" = 64,188,65,187,198 ] && ok || bad "tokenize --file -"
+[ "$(printf '15496 995\n' | "$bin" tokenize --decode -)" = "Hello world" ] && ok || bad "tokenize --decode - (ids on stdin)"
+a=$("$bin" generate --model tiny64 --file "$tmp/nul.txt" --generate 40 --json 2>/dev/null)
+b=$("$bin" generate --model tiny64 --tokens 97,0,98,255,10 --generate 40 --json 2>/dev/null)
+c=$("$bin" generate --model tiny64 - --generate 40 --json <"$tmp/nul.txt" 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] && ok || bad "tiny --file / - / --tokens differ: $a / $b / $c"
+"$bin" generate --model tiny64 --file "$tmp/nul.txt" --generate 40 >"$tmp/nul.out" 2>/dev/null
+cmp -s <(head -c 5 "$tmp/nul.out") "$tmp/nul.txt" && ok || bad "tiny --file: the prompt's bytes are not echoed exactly"
+head -c 3000 "$root/data/tinyshakespeare.txt" >"$tmp/long.txt" 2>/dev/null ||
+  head -c 3000 /dev/zero | tr '\0' 'x' >"$tmp/long.txt"
+expect 0 "^next byte after" -- generate --model tiny128 --file "$tmp/long.txt" --top 3
+expect 1 "give one prompt source, not both --text and --file" -- generate --text a --file "$tmp/nul.txt"
+expect 1 "give one prompt source, not both --file and - " -- generate --file "$tmp/nul.txt" -
+expect 1 "give one prompt source, not both --tokens and - " -- generate --tokens 1,2 -
+expect 1 "give one prompt source, not both --text and - " -- tokenize --text a -
+expect 1 "give one prompt source" -- logits --model "$root/tests/data/hf-gpt2-A" --text a --file "$tmp/nul.txt" --out "$tmp/x"
+expect 1 "give one prompt source" -- generate --text a --stop x -
+expect 1 "cannot open --file '$tmp/no-such': No such file" -- generate --file "$tmp/no-such"
+expect 1 "Is a directory" -- generate --file "$tmp"
+expect nonzero "'hello' is not an option" -- generate hello
+expect 1 "prompt is empty" -- generate --file /dev/null
+expect 1 "--decode reads ids from --tokens, --file or -" -- tokenize --decode --text 1,2
+
+# Sampling options: top-p is checked, and P = 1 is plain top-k (§5.4).
+expect 1 "top-p must be a number in \(0, 1\]" -- generate --text a --generate 3 --top-p 0
+expect 1 "top-p must be a number in \(0, 1\]" -- generate --text a --generate 3 --top-p 1.5
+expect 1 "top-p must be a number in \(0, 1\]" -- generate --text a --generate 3 --top-p nan
+expect 1 "top-p must be a number in \(0, 1\]" -- generate --text a --generate 3 --top-p -0.5
+expect nonzero "top-p" -- generate --text a --generate 3 --top-p abc
+expect 1 "--stop needs a non-empty string" -- generate --text a --generate 3 --stop ''
+a=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 --top-p 0.8 --seed 3 2>/dev/null)
+b=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 --top-p 0.8 --seed 3 2>/dev/null)
+c=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 --top-p 0.8 --seed 4 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "top-p: same seed gave different text"
+[ "$a" != "$c" ] && ok || bad "top-p: different seeds gave the same text"
+a=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 --top-k 30 --seed 5 -T 0.9 2>/dev/null)
+b=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 --top-k 30 --seed 5 -T 0.9 --top-p 1 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "--top-p 1 differs from top-k alone"
+a=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 --top-p 0.001 --seed 5 2>/dev/null)
+b=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "a tiny top-p is not greedy"
+
+# --stop: output ends just before the first occurrence in the generated
+# text (not printed); the JSON names it. The recorded greedy text is the
+# reference.
+full=$(cat "$root/tests/golden/tiny128_romeo_greedy.txt")
+gen=${full#ROMEO:}
+for s in "the" "e" $'\n\n' "ROMEO" "an" "zzzz"; do
+  want="ROMEO:${gen%%"$s"*}"
+  got=$("$bin" generate --model tiny128 --text 'ROMEO:' --generate 160 --stop "$s" 2>/dev/null)
+  [ "$got" = "$want" ] && ok || bad "--stop '$s': got '$got', want '$want'"
+done
+# A stop string whose start ends the text: the held-back bytes still come.
+s="${gen: -3}QQ"
+got=$("$bin" generate --model tiny128 --text 'ROMEO:' --generate 160 --stop "$s" 2>/dev/null)
+[ "$got" = "$full" ] && ok || bad "--stop '$s': held-back bytes lost: '$got'"
+want="ROMEO:${gen%%"an"*}"
+want2="ROMEO:${gen%%"the"*}"
+[ ${#want2} -lt ${#want} ] && want=$want2
+got=$("$bin" generate --model tiny128 --text 'ROMEO:' --generate 160 --stop an --stop the 2>/dev/null)
+[ "$got" = "$want" ] && ok || bad "two --stop strings: the earliest does not win"
+expect 0 '"stop":"string","stop_string":"the"' -- generate --model tiny128 --text 'ROMEO:' --generate 160 --stop the --json
+
+# The summary: standard error only, and --quiet turns it off.
+"$bin" generate --model tiny128 --text 'ROMEO:' --generate 40 >"$tmp/s.out" 2>"$tmp/s.err"
+"$bin" generate --model tiny128 --text 'ROMEO:' --generate 40 --quiet >"$tmp/q.out" 2>"$tmp/q.err"
+grep -Eq "^lockstep: prompt 6 tokens, prefill [0-9.]+ ms; generated 40 tokens in [0-9.]+ s, ([0-9.]+|-) tokens/s; backend tiny binary64, 1 thread; stop: length$" "$tmp/s.err" && ok || bad "summary: $(cat "$tmp/s.err")"
+grep -q "lockstep: prompt" "$tmp/s.out" && bad "the summary went to stdout" || ok
+[ ! -s "$tmp/q.err" ] && ok || bad "--quiet still wrote: $(cat "$tmp/q.err")"
+cmp -s "$tmp/s.out" "$tmp/q.out" && ok || bad "--quiet changed stdout"
+cmp -s "$tmp/s.out" <(head -c 46 "$root/tests/golden/tiny128_romeo_greedy.txt"; echo) && ok || bad "summary run's stdout is not the recorded text"
+
+# GPT-2: prompts by file, the batched prefill against --full and the
+# reference backend, <|endoftext|>, --stop, top-p and the summary.
+printf 'Once upon a time, in a small village,\0 there\xff lived' >"$tmp/g.txt"
+ids=$("$bin" tokenize --file "$tmp/g.txt")
+"$bin" logits --model "$hf" --file "$tmp/g.txt" --all-positions --out "$tmp/lf" 2>/dev/null
+"$bin" logits --model "$hf" --tokens "$ids" --all-positions --full --out "$tmp/lt" 2>/dev/null
+[ -s "$tmp/lf" ] && cmp -s "$tmp/lf" "$tmp/lt" && ok || bad "logits --file (prefill) and --tokens --full differ"
+"$bin" logits --model "$hf" --tokens "$(seq -s, 1 128)" --all-positions --out "$tmp/l128" 2>/dev/null
+"$bin" logits --model "$hf" --tokens "$(seq -s, 1 128)" --all-positions --backend reference --out "$tmp/l128r" 2>/dev/null
+[ -s "$tmp/l128" ] && cmp -s "$tmp/l128" "$tmp/l128r" && ok || bad "128-position prefill: cpu and reference logits differ"
+for flags in "--generate 40" "--generate 40 --top-p 0.9 --seed 2 -T 1.5" "--generate 30 --top-k 50 --top-p 0.7 --seed 9 --json"; do
+  "$bin" generate --model "$hf" --file "$tmp/g.txt" $flags >"$tmp/ga" 2>/dev/null
+  "$bin" generate --model "$hf" - $flags --full <"$tmp/g.txt" >"$tmp/gb" 2>/dev/null
+  "$bin" generate --model "$hf" --tokens "$ids" $flags --backend reference >"$tmp/gc" 2>/dev/null
+  [ -s "$tmp/ga" ] && cmp -s "$tmp/ga" "$tmp/gb" && ok || bad "GPT-2 $flags: prefill and --full differ"
+  [ -s "$tmp/ga" ] && cmp -s "$tmp/ga" "$tmp/gc" && ok || bad "GPT-2 $flags: cpu and reference differ"
+done
+a=$("$bin" generate --model "$hf" --text "Once upon a time" --generate 40 --top-p 0.5 --seed 7 2>/dev/null)
+b=$("$bin" generate --model "$hf" --text "Once upon a time" --generate 40 --top-p 0.5 --seed 7 --threads 1 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "GPT-2 top-p: same seed gave different text"
+# Seed 259 samples <|endoftext|> (50256) first after these tokens.
+eot="--model $hf --tokens 22366,27045,26020 --generate 5 --top-k 308 --seed 259"
+expect 0 '"stop":"eot","text":"","tokens":\[50256\]' -- generate $eot --json
+expect 0 '"text":"<\|endoftext\|> biom\*=- convent HG","tokens":\[50256,27488,48069,8294,48698\]' -- generate $eot --json --no-stop-eot
+[ "$("$bin" generate $eot 2>/dev/null)" = "nothingicol stimulate" ] && ok || bad "the <|endoftext|> stop printed something"
+expect 0 "stop: <\|endoftext\|>" -- generate $eot
+[ "$("$bin" generate $eot --no-stop-eot --stop ' conv' 2>/dev/null)" = "nothingicol stimulate<|endoftext|> biom*=-" ] && ok || bad "GPT-2 --stop"
+[ "$("$bin" generate $eot --no-stop-eot --stop '|>' 2>/dev/null)" = "nothingicol stimulate<|endoftext" ] && ok || bad "GPT-2 --stop inside a token"
+"$bin" generate --model "$hf" --file "$tmp/g.txt" --generate 7 --threads 1 >"$tmp/gs.out" 2>"$tmp/gs.err"
+grep -Eq "^lockstep: prompt $(tr ',' '\n' <<<"$ids" | wc -l) tokens, prefill [0-9.]+ ms; generated 7 tokens in [0-9.]+ s, ([0-9.]+|-) tokens/s; backend cpu-[a-z0-9]+ x1, 1 thread; stop: length$" "$tmp/gs.err" && ok || bad "GPT-2 summary: $(cat "$tmp/gs.err")"
+grep -q "lockstep: prompt" "$tmp/gs.out" && bad "GPT-2 summary on stdout" || ok
+expect 0 "backend reference, 1 thread" -- generate --model "$hf" --text Hi --generate 2 --backend reference
+[ -z "$("$bin" generate --model "$hf" --text Hi --generate 2 -q 2>&1 >/dev/null)" ] && ok || bad "GPT-2 --quiet"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
