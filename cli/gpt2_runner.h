@@ -53,9 +53,8 @@ class Gpt2Runner {
   std::span<const float> prefill(std::span<const int32_t> tokens,
                                  bool all_positions = false) {
     if (native_) return native_->prefill(tokens, all_positions);
-    // --backend wasm: a cached step per token (the same bits) until the
-    // switch to WasmHost::prefill.
-    return wasm_step_prefill(tokens, all_positions);
+    // --backend wasm: the module's batched prefill (WasmHost::prefill).
+    return wasm_->prefill(tokens, all_positions);
   }
   // The backend as the summary names it, e.g. "cpu-avx512 x2".
   std::string backend_name() const {
