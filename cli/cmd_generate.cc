@@ -86,7 +86,8 @@ void PromptArgs::add(CLI::App& app, const std::string& text_help,
   tokens_ = app.add_option("--tokens", tokens, tokens_help);
   file_ = app.add_option("--file,-f", file,
                          "read the prompt's bytes from a file, exactly (NUL "
-                         "bytes and any encoding; '-': standard input)");
+                         "bytes and any encoding; '-': standard input)")
+              ->type_name("PATH");
   dash_ = app.add_option("STDIN", dash,
                          "'-': read the prompt from standard input "
                          "(as --file -)")
@@ -98,7 +99,8 @@ void PromptArgs::add(CLI::App& app, const std::string& text_help,
                                           "goes in --text, --file PATH or "
                                           "- (standard input)";
                   },
-                  "-");
+                  "")
+              ->type_name("");
 }
 
 void PromptArgs::resolve() {
@@ -380,8 +382,7 @@ Action add_generate(CLI::App& app) {
   app.add_option("--top", a->top, "rows of the distribution to print")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_flag("--logits", a->logits,
-               "print all 256 logits as exact hex floats");
+  app.add_flag("--logits", a->logits, "print all logits as exact hex floats");
   app.add_flag("--json", a->json, "print one JSON object");
   app.add_flag("--full", a->full,
                "GPT-2: recompute the whole prefix for every token instead "
@@ -393,7 +394,8 @@ Action add_generate(CLI::App& app) {
                  "clip every weight to [-B, B], B in [0, 10]")
       ->capture_default_str();
   app.add_option("--top-k,-k", a->sampler.top_k,
-                 "sample from the k most likely bytes (0: greedy)")
+                 "sample from the k most likely tokens (bytes for the tiny "
+                 "models; 0: greedy)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--seed,-s", a->sampler.seed,
                  "sampler seed (SplitMix64, docs/arithmetic.md §5)");
