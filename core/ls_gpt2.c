@@ -95,8 +95,8 @@ size_t ls_gpt2_step_scratch_floats(const ls_gpt2_config* c) {
 
 size_t ls_gpt2_infer_scratch_floats(const ls_gpt2_config* c, int n) {
   if (!ls_gpt2_config_valid(c) || n < 1) return 0;
-  /* x for every position (C each) and q|k|v for every position (3C). */
-  return ls_block_scratch(c) + (size_t)n * 4 * (size_t)c->n_embd;
+  /* For every position: x (C), q|k|v (3C), h (C), a (C), y (C), f (4C). */
+  return ls_block_scratch(c) + (size_t)n * 11 * (size_t)c->n_embd;
 }
 
 int ls_gpt2_weights_finite(const float* w, size_t n_w) {
@@ -229,43 +229,72 @@ ls_status ls_gpt2_step(const ls_gpt2_config* c, const float* w, size_t n_w,
 }
 
 /* The layer-major pass over n positions first .. first+n-1, shared by the
- * full-prefix pass and the prefill. With a cache, each layer's keys and
- * values are appended to rows first .. first+n-1 and position first+t
- * attends to rows 0 .. first+t; without one (the full pass, first = 0),
- * attention reads this layer's q|k|v of the n positions. Logits: the last
- * position's, or every position's when all_positions. */
+ * full-prefix pass and the prefill: each of a layer's operations runs over
+ * all n positions before the next (each matrix product is one
+ * ls_matmul32), the same operations on the same operands as n cached
+ * steps. With a cache, each layer's keys and values are appended to rows
+ * first .. first+n-1 and position first+t attends to rows 0 .. first+t;
+ * without one (the full pass, first = 0), attention reads this layer's
+ * q|k|v of the n positions. Logits: the last position's, or every
+ * position's when all_positions. Scratch: ls_gpt2_infer_scratch_floats. */
 static ls_status ls_layer_pass(const ls_gpt2_config* c, const float* w,
                                float* cache, const int32_t* tokens, int n,
                                int32_t first, int all_positions, float* scratch,
                                float* logits) {
-  const size_t C = (size_t)c->n_embd;
+  const size_t C = (size_t)c->n_embd, N = (size_t)n;
   const size_t row = ls_gpt2_cache_row_floats(c);
-  float* xs = scratch;              /* [n][C] residual stream */
-  float* qkvs = xs + (size_t)n * C; /* [n][3C] this layer's q | k | v */
-  ls_work k = ls_carve(c, qkvs + (size_t)n * 3 * C);
+  float* xs = scratch;          /* [n][C] residual stream */
+  float* qkvs = xs + N * C;     /* [n][3C] this layer's q | k | v */
+  float* hs = qkvs + N * 3 * C; /* [n][C] LayerNorm outputs */
+  float* as = hs + N * C;       /* [n][C] attention outputs */
+  float* ys = as + N * C;       /* [n][C] projection outputs */
+  float* fs = ys + N * C;       /* [n][4C] MLP hidden */
+  ls_work k = ls_carve(c, fs + N * 4 * C);
   for (int t = 0; t < n; ++t) {
     ls_embed(c, w, tokens[t], first + t, xs + (size_t)t * C);
   }
   for (int l = 0; l < c->n_layer; ++l) {
     const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
-    for (int t = 0; t < n; ++t) {
-      float* qkv = qkvs + (size_t)t * 3 * C;
-      ls_attn_inputs(c, w, &b, xs + (size_t)t * C, qkv, &k);
-      if (cache) {
-        float* kv = cache + (size_t)(first + t) * row + (size_t)l * 2 * C;
-        for (size_t i = 0; i < 2 * C; ++i) kv[i] = qkv[C + i];
+    /* §6: h = LayerNorm(x; ln_1), qkv = h . c_attn + b. */
+    for (size_t t = 0; t < N; ++t) {
+      ls_layernorm32(xs + t * C, w + b.ln1_g, w + b.ln1_b, (int)C, hs + t * C);
+    }
+    ls_matmul32(hs, n, w + b.attn_w, w + b.attn_b, (int)C, 3 * (int)C,
+                k.partial, qkvs);
+    /* Attention; with a cache, this layer's keys and values go there
+     * first. */
+    const float* keys = qkvs + C;
+    const float* values = qkvs + 2 * C;
+    size_t stride = 3 * C;
+    int before = 0; /* positions attended to before the first query */
+    if (cache) {
+      float* kv = cache + (size_t)l * 2 * C;
+      for (size_t t = 0; t < N; ++t) {
+        float* dst = kv + ((size_t)first + t) * row;
+        for (size_t i = 0; i < 2 * C; ++i) dst[i] = qkvs[t * 3 * C + C + i];
       }
+      keys = kv, values = kv + C, stride = row, before = first;
     }
     for (int t = 0; t < n; ++t) {
-      const float* q = qkvs + (size_t)t * 3 * C;
-      if (cache) {
-        const float* keys = cache + (size_t)l * 2 * C;
-        ls_attend(c, q, keys, keys + C, row, first + t, &k);
-      } else {
-        ls_attend(c, q, qkvs + C, qkvs + 2 * C, 3 * C, t, &k);
-      }
-      ls_block_tail(c, w, &b, xs + (size_t)t * C, &k);
+      ls_attend(c, qkvs + (size_t)t * 3 * C, keys, values, stride, before + t,
+                &k);
+      for (size_t i = 0; i < C; ++i) as[(size_t)t * C + i] = k.a[i];
     }
+    /* §6 block tail: x += a . c_proj + b; x += gelu(LN(x; ln_2) . c_fc +
+     * b) . c_proj + b. */
+    ls_matmul32(as, n, w + b.proj_w, w + b.proj_b, (int)C, (int)C, k.partial,
+                ys);
+    for (size_t t = 0; t < N; ++t) {
+      float* x = xs + t * C;
+      for (size_t i = 0; i < C; ++i) x[i] = x[i] + ys[t * C + i];
+      ls_layernorm32(x, w + b.ln2_g, w + b.ln2_b, (int)C, hs + t * C);
+    }
+    ls_matmul32(hs, n, w + b.fc_w, w + b.fc_b, (int)C, 4 * (int)C, k.partial,
+                fs);
+    for (size_t i = 0; i < N * 4 * C; ++i) fs[i] = ls_gelu32(fs[i]);
+    ls_matmul32(fs, n, w + b.out_w, w + b.out_b, 4 * (int)C, (int)C, k.partial,
+                ys);
+    for (size_t i = 0; i < N * C; ++i) xs[i] = xs[i] + ys[i];
   }
   if (!all_positions) {
     return ls_logits(c, w, xs + (size_t)(n - 1) * C, &k, logits);

@@ -1,6 +1,8 @@
 /* Implements docs/arithmetic.md §2 in binary32. See ls_ops32.h. */
 #include "ls_ops32.h"
 
+#include <stddef.h>
+
 #include "ls_arith.h"
 
 #define LS_LN_EPS32 0x1.4f8b58p-17f
@@ -47,6 +49,14 @@ void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
     }
   }
   ls_matvec32_finish(partial, b, blocks, n_out, 0, y);
+}
+
+void ls_matmul32(const float* x, int n, const float* w, const float* b,
+                 int n_in, int n_out, float* partial, float* y) {
+  for (int t = 0; t < n; ++t) {
+    ls_matvec32(x + (size_t)t * (size_t)n_in, w, b, n_in, n_out, partial,
+                y + (size_t)t * (size_t)n_out);
+  }
 }
 
 void ls_matvec32_finish(const float* partial, const float* b, int blocks,

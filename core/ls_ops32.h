@@ -17,6 +17,14 @@ float ls_dot32(const float* x, const float* w, int n, int stride);
 void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
                  int n_out, float* partial, float* y);
 
+/* §2.2 for n positions: y[t * n_out + o] = dot(x[t * n_in ..], W[:, o])
+ * (+ b[o]) for t in [0, n), each output exactly as ls_matvec32 computes
+ * it (the same partial scratch). The batched passes call it, so that a
+ * backend (the WebAssembly SIMD module) can replace it with a kernel that
+ * reads each row of W once for several positions. */
+void ls_matmul32(const float* x, int n, const float* w, const float* b,
+                 int n_in, int n_out, float* partial, float* y);
+
 /* The last steps of ls_matvec32 for outputs [o0, n_out): output o's block
  * sums partial[blk * n_out + o] combined by the §2.1 tree (blocks == 16;
  * with blocks == 1, partial[o] is the sum), then the bias. For kernels

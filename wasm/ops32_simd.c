@@ -20,7 +20,9 @@
 #define ls_matvec32 ls_matvec32_scalar
 #define ls_rowdots32 ls_rowdots32_scalar
 #define ls_softmax32 ls_softmax32_scalar
+#define ls_matmul32 ls_matmul32_scalar
 #include "ls_ops32.c"
+#undef ls_matmul32
 #undef ls_dot32
 #undef ls_matvec32
 #undef ls_rowdots32
@@ -31,6 +33,18 @@ void ls_softmax32(const float* s, int n, float* p);
 void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
                  int n_out, float* partial, float* y);
 void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y);
+void ls_matmul32(const float* x, int n, const float* w, const float* b,
+                 int n_in, int n_out, float* partial, float* y);
+
+/* The batched passes' products: one SIMD ls_matvec32 per position (it
+ * knows the panelled matrices), each output in the core's order. */
+void ls_matmul32(const float* x, int n, const float* w, const float* b,
+                 int n_in, int n_out, float* partial, float* y) {
+  for (int t = 0; t < n; ++t) {
+    ls_matvec32(x + (size_t)t * (size_t)n_in, w, b, n_in, n_out, partial,
+                y + (size_t)t * (size_t)n_out);
+  }
+}
 
 /* One output vector of the §2.1 halving tree over 16 block sums. */
 static v128_t lsw_tree16(v128_t* s) {
