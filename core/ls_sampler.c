@@ -58,9 +58,107 @@ static void ls_heap_up(const double* logits, int* h, int i) {
   }
 }
 
+/* Sorting distinct keys ascending in place: introsort (quicksort with a
+ * median of three, insertion sort for short ranges, heapsort past a depth
+ * limit), O(n log n) on any input. The keys are distinct, so any correct
+ * sort gives the same order. */
+static void ls_key_heap_down(double* a, int len, int i) {
+  for (;;) {
+    const int l = 2 * i + 1;
+    int big = i;
+    if (l < len && a[l] > a[big]) big = l;
+    if (l + 1 < len && a[l + 1] > a[big]) big = l + 1;
+    if (big == i) return;
+    const double t = a[i];
+    a[i] = a[big];
+    a[big] = t;
+    i = big;
+  }
+}
+
+static void ls_key_sort(double* a, int n, int depth) {
+  while (n > 16) {
+    if (depth-- == 0) {
+      for (int i = n / 2 - 1; i >= 0; --i) ls_key_heap_down(a, n, i);
+      for (int end = n - 1; end > 0; --end) {
+        const double t = a[0];
+        a[0] = a[end];
+        a[end] = t;
+        ls_key_heap_down(a, end, 0);
+      }
+      return;
+    }
+    /* Median of first, middle and last as the pivot, Hoare partition. */
+    const double x = a[0], y = a[n / 2], z = a[n - 1];
+    const double pivot =
+        x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+    int i = -1, j = n;
+    for (;;) {
+      do ++i;
+      while (a[i] < pivot);
+      do --j;
+      while (a[j] > pivot);
+      if (i >= j) break;
+      const double t = a[i];
+      a[i] = a[j];
+      a[j] = t;
+    }
+    /* a[0..j] <= pivot <= a[j+1..n): recurse on the shorter side. */
+    const int left = j + 1;
+    if (left < n - left) {
+      ls_key_sort(a, left, depth);
+      a += left;
+      n -= left;
+    } else {
+      ls_key_sort(a + left, n - left, depth);
+      n = left;
+    }
+  }
+  for (int i = 1; i < n; ++i) {
+    const double v = a[i];
+    int j = i;
+    while (j > 0 && a[j - 1] > v) {
+      a[j] = a[j - 1];
+      --j;
+    }
+    a[j] = v;
+  }
+}
+
+/* The whole vocabulary ranked when every logit is a binary32 value (GPT-2's
+ * widened logits) and n <= 2^20: each candidate becomes one integer key,
+ * (descending rank of its binary32 bits) * 2^20 + index, below 2^52 and so
+ * an exact binary64 integer, sorted in `scratch` (n doubles). The key order
+ * is §5.3's ranking (logit descending, -0.0 equal to +0.0, then index).
+ * Returns 0 (nothing written to rank) when a logit is not binary32. */
+static int ls_rank_all_binary32(const double* logits, int n, int* rank,
+                                double* scratch) {
+  if (n > (1 << 20)) return 0;
+  for (int i = 0; i < n; ++i) {
+    const float f = (float)logits[i];
+    if ((double)f != logits[i]) return 0; /* not binary32, or NaN */
+    union {
+      float f;
+      uint32_t u;
+    } b;
+    b.f = f == 0.0f ? 0.0f : f;
+    /* Order-preserving unsigned image of the float, then reversed. */
+    const uint32_t ord = (b.u & 0x80000000u) ? ~b.u : (b.u | 0x80000000u);
+    const uint32_t desc = ~ord;
+    scratch[i] = (double)(((uint64_t)desc << 20) | (uint64_t)i);
+  }
+  int depth = 0;
+  for (int m = n; m > 1; m >>= 1) depth += 2;
+  ls_key_sort(scratch, n, depth);
+  for (int r = 0; r < n; ++r) {
+    rank[r] = (int)((uint64_t)scratch[r] & 0xfffffu);
+  }
+  return 1;
+}
+
 /* §5.3 step 1: rank[0..k) = the k best candidates, best first. Selection
  * keeps the k best seen so far in a heap (the worst of them at the root),
- * then heapsort orders them: O(n log k), fast enough for k = n = 50,257. */
+ * then heapsort orders them: O(n log k). */
 void ls_rank_top_k64(const double* logits, int n, int k, int* rank) {
   int len = 0;
   for (int i = 0; i < n; ++i) {
@@ -106,9 +204,18 @@ static int ls_draw64(int m, double sum, uint64_t* state, const int* rank,
   return rank[m - 1];
 }
 
+/* Ranking for sampling: the whole vocabulary by keys when it can (using
+ * the weight buffer as scratch before the weights are written), else the
+ * heap. */
+static void ls_rank_for_sampling(const double* logits, int n, int k, int* rank,
+                                 double* weight) {
+  if (k == n && ls_rank_all_binary32(logits, n, rank, weight)) return;
+  ls_rank_top_k64(logits, n, k, rank);
+}
+
 int ls_sample_top_k64(const double* logits, int n, int k, double temperature,
                       uint64_t* state, int* rank, double* weight) {
-  ls_rank_top_k64(logits, n, k, rank);
+  ls_rank_for_sampling(logits, n, k, rank, weight);
   const double sum = ls_rank_weights64(logits, k, temperature, rank, weight);
   return ls_draw64(k, sum, state, rank, weight);
 }
@@ -116,7 +223,7 @@ int ls_sample_top_k64(const double* logits, int n, int k, double temperature,
 int ls_sample_top_p64(const double* logits, int n, int k, double temperature,
                       double top_p, uint64_t* state, int* rank, double* weight,
                       int* kept) {
-  ls_rank_top_k64(logits, n, k, rank);
+  ls_rank_for_sampling(logits, n, k, rank, weight);
   const double sum = ls_rank_weights64(logits, k, temperature, rank, weight);
   /* §5.4 step 4: the shortest prefix whose running sum reaches P * S. */
   const double threshold = top_p * sum;

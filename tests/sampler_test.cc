@@ -192,7 +192,8 @@ TEST(TopP, OneIsTopKAndEveryDrawUsesOneUniform) {
     const auto logits = PortableLogits(seed + 100, 300);
     for (int k : {1, 5, 40, 300}) {
       std::vector<int> r1(static_cast<size_t>(k)), r2(static_cast<size_t>(k));
-      std::vector<double> w1(static_cast<size_t>(k)), w2(static_cast<size_t>(k));
+      std::vector<double> w1(static_cast<size_t>(k)),
+          w2(static_cast<size_t>(k));
       uint64_t s1 = seed, s2 = seed, s3 = seed;
       const int a = ls_sample_top_k64(logits.data(), 300, k, 0.9, &s1,
                                       r1.data(), w1.data());
@@ -234,6 +235,54 @@ TEST(TopP, PinnedTokenStream) {
   const std::vector<int> pinned = {81,  714, 979, 161, 842, 27,  862, 227,
                                    320, 783, 646, 784, 936, 736, 593, 125,
                                    464, 227, 609, 691, 555, 667, 217, 508};
+  EXPECT_EQ(got, pinned);
+}
+
+// GPT-2's logits are binary32: the sampler ranks the whole vocabulary by
+// integer keys then (core/ls_sampler.c). The ranking must be §5.3's:
+// compared here with the heap ranking, with ties, -0.0 beside +0.0, and
+// values that are not binary32 (the heap path itself).
+TEST(TopP, WholeVocabularyRankingOfBinary32Logits) {
+  for (int n : {1, 2, 17, 256, 50257}) {
+    uint64_t seed = uint64_t(n) * 7;
+    std::vector<double> logits(static_cast<size_t>(n));
+    for (auto& v : logits) {
+      const double u = ls_uniform64(&seed);
+      // A coarse grid (many ties) for half of them, zeros of both signs.
+      v = u < 0.5 ? double(float(u * 30.0 - 15.0)) : std::floor(u * 8.0) - 6.0;
+      if (u > 0.9) v = u > 0.95 ? 0.0 : -0.0;
+    }
+    std::vector<int> heap(static_cast<size_t>(n));
+    ls_rank_top_k64(logits.data(), n, n, heap.data());
+    std::vector<int> rank(static_cast<size_t>(n));
+    std::vector<double> weight(static_cast<size_t>(n));
+    uint64_t s = 1;
+    ls_sample_top_k64(logits.data(), n, n, 1.0, &s, rank.data(), weight.data());
+    EXPECT_EQ(rank, heap) << "n " << n;
+    s = 1;
+    ls_sample_top_p64(logits.data(), n, n, 0.7, 0.5, &s, rank.data(),
+                      weight.data(), nullptr);
+    EXPECT_EQ(rank, heap) << "n " << n;
+  }
+}
+
+TEST(TopP, PinnedTokenStreamOverAGpt2SizedBinary32Vocabulary) {
+  // As PinnedTokenStream, with 50,257 binary32 logits (the key-sort path),
+  // also computed by the Python transcription.
+  uint64_t seed = 31;
+  std::vector<double> logits(50257);
+  for (auto& v : logits) v = double(float(ls_uniform64(&seed) * 8.0 - 4.0));
+  lockstep::SamplerOptions o;
+  o.top_p = 0.95;
+  o.temperature = 1.1;
+  o.seed = 12;
+  lockstep::Sampler sampler(o, 50257);
+  std::vector<int> got;
+  for (int i = 0; i < 12; ++i) {
+    got.push_back(sampler.next(std::span<const double>(logits)));
+  }
+  const std::vector<int> pinned = {24026, 23527, 15012, 4187,  42860, 22247,
+                                   23625, 13333, 25876, 30436, 19854, 6308};
   EXPECT_EQ(got, pinned);
 }
 
