@@ -88,30 +88,35 @@ static void ls_key_sort(double* a, int n, int depth) {
       }
       return;
     }
-    /* Median of first, middle and last as the pivot, Hoare partition. */
-    const double x = a[0], y = a[n / 2], z = a[n - 1];
-    const double pivot =
-        x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-    int i = -1, j = n;
-    for (;;) {
-      do ++i;
-      while (a[i] < pivot);
-      do --j;
-      while (a[j] > pivot);
-      if (i >= j) break;
-      const double t = a[i];
-      a[i] = a[j];
-      a[j] = t;
+    /* The median of the first, middle and last keys as the pivot, moved to
+     * the end; then a partition without data-dependent branches (every
+     * step swaps, and the boundary advances by the comparison's 0 or 1). */
+    const int mid = n / 2, last = n - 1;
+    int m = a[0] < a[mid]
+                ? (a[mid] < a[last] ? mid : (a[0] < a[last] ? last : 0))
+                : (a[0] < a[last] ? 0 : (a[mid] < a[last] ? last : mid));
+    const double pivot = a[m];
+    a[m] = a[last];
+    a[last] = pivot;
+    int store = 0;
+    for (int i = 0; i < last; ++i) {
+      const double v = a[i];
+      const int below = v < pivot;
+      a[i] = a[store];
+      a[store] = v;
+      store += below;
     }
-    /* a[0..j] <= pivot <= a[j+1..n): recurse on the shorter side. */
-    const int left = j + 1;
-    if (left < n - left) {
-      ls_key_sort(a, left, depth);
-      a += left;
-      n -= left;
+    a[last] = a[store];
+    a[store] = pivot;
+    /* a[0..store) < pivot < a[store+1..n): recurse on the shorter side. */
+    const int right = n - store - 1;
+    if (store < right) {
+      ls_key_sort(a, store, depth);
+      a += store + 1;
+      n = right;
     } else {
-      ls_key_sort(a + left, n - left, depth);
-      n = left;
+      ls_key_sort(a + store + 1, right, depth);
+      n = store;
     }
   }
   for (int i = 1; i < n; ++i) {
