@@ -244,5 +244,15 @@ grep -q "lockstep: prompt" "$tmp/gs.out" && bad "GPT-2 summary on stdout" || ok
 expect 0 "backend reference, 1 thread" -- generate --model "$hf" --text Hi --generate 2 --backend reference
 [ -z "$("$bin" generate --model "$hf" --text Hi --generate 2 -q 2>&1 >/dev/null)" ] && ok || bad "GPT-2 --quiet"
 
+# --backend wasm (when Node.js is here): the same bytes through the
+# per-token prefill of the WebAssembly host.
+if command -v node >/dev/null 2>&1; then
+  flags="--generate 12 --top-p 0.9 --seed 2 -T 1.3 --stop zq"
+  "$bin" generate --model "$tmp/a.lockstep" --file "$tmp/g.txt" $flags >"$tmp/wa" 2>/dev/null
+  "$bin" generate --model "$tmp/a.lockstep" --file "$tmp/g.txt" $flags --backend wasm >"$tmp/wb" 2>"$tmp/wb.err"
+  [ -s "$tmp/wa" ] && cmp -s "$tmp/wa" "$tmp/wb" && ok || bad "--backend wasm differs: $(cat "$tmp/wb.err")"
+  grep -q "backend wasm (Node.js), 1 thread" "$tmp/wb.err" && ok || bad "wasm summary: $(cat "$tmp/wb.err")"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
