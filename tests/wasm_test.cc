@@ -412,6 +412,31 @@ TEST(WasmPrefill, TinyConfigsMatchSteppingAndNativePrefill) {
   }
 }
 
+// The SIMD module's multi-position ls_matmul32 (wasm/ops32_simd.c): tiles
+// of 4 positions over 32-column panels, tails of 3, 2 and 1 positions.
+// Widths with odd panel counts (C = 96: 3 panels, 3C: 9; C = 32: 1 and 3)
+// and prompts of 1, 2, 3, 5 and 7 positions, so that ComparePrefill's
+// chunks (1 + 5 + rest, the whole, half stepped then the rest) run every
+// tile and tail shape, from an empty and a partly filled cache.
+TEST(WasmPrefill, PanelKernelTilesAndOddPanelCounts) {
+  // {n_vocab, n_ctx, n_embd, n_head, n_layer}
+  const ls_gpt2_config configs[] = {
+      {61, 16, 96, 3, 2},  // K = 96 and 384 (blocks of 6 and 24 rows)
+      {45, 12, 32, 1, 1},  // K = 32 and 128, one panel for c_proj
+  };
+  uint64_t ts = 93;
+  for (size_t k = 0; k < std::size(configs); ++k) {
+    const ls_gpt2_config& c = configs[k];
+    SCOPED_TRACE("config " + std::to_string(k));
+    const auto m = MakeRandomGpt2(c, 810 + k, "tiles" + std::to_string(k));
+    std::vector<std::vector<int32_t>> contexts;
+    for (size_t n : {1, 2, 3, 5, 7, 11}) {
+      contexts.push_back(RandomTokens(ts, n, c.n_vocab));
+    }
+    ComparePrefill(m->p.file.string(), m->w, contexts);
+  }
+}
+
 // The scalar module (the core alone) gives the same prefill bytes.
 TEST(WasmPrefill, ScalarModuleMatchesStepping) {
   const auto m = MakeRandomGpt2({97, 48, 64, 4, 2}, 801, "prefill_scalar");

@@ -36,16 +36,6 @@ void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y);
 void ls_matmul32(const float* x, int n, const float* w, const float* b,
                  int n_in, int n_out, float* partial, float* y);
 
-/* The batched passes' products: one SIMD ls_matvec32 per position (it
- * knows the panelled matrices), each output in the core's order. */
-void ls_matmul32(const float* x, int n, const float* w, const float* b,
-                 int n_in, int n_out, float* partial, float* y) {
-  for (int t = 0; t < n; ++t) {
-    ls_matvec32(x + (size_t)t * (size_t)n_in, w, b, n_in, n_out, partial,
-                y + (size_t)t * (size_t)n_out);
-  }
-}
-
 /* One output vector of the §2.1 halving tree over 16 block sums. */
 static v128_t lsw_tree16(v128_t* s) {
   for (int h = 8; h >= 1; h /= 2) {
@@ -253,6 +243,99 @@ void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
     wasm_v128_store(y + o, s);
   }
   ls_matvec32_finish(partial, b, blocks, n_out, o, y);
+}
+
+/* The batched passes' products (docs/wasm.md "Matrix products"). On a
+ * repacked matrix, each panel is read once from memory for all n positions:
+ * for each tile of up to LSW_MM_POS positions, for each §2.1 block, for each
+ * group of 8 columns, the block's rows (in L1 after the first group) are
+ * applied to the tile's positions, lane o of acc[p][v] being output
+ * 8g + 4v + o of position p: its block sum from +0.0 in k order, as in
+ * lsw_panel_block. The 16 block sums of every output of the tile are kept
+ * on the stack, then combined by the §2.1 tree and the bias added last.
+ * 4 positions x 2 vectors is 8 accumulators, 2 weight vectors, a broadcast
+ * and a product: 12 of the 16 XMM registers V8 has on x86-64, so nothing
+ * spills. */
+#define LSW_MM_POS 4
+
+static inline __attribute__((always_inline)) void lsw_mm_tile(
+    const float* x, int n_in, const float* panel, const float* b, int o0,
+    int n_out, float* y, const int P) {
+  const int blocks = n_in % 16 == 0 ? 16 : 1;
+  const int len = n_in / blocks;
+  v128_t part[16][LSW_PANEL / 4][LSW_MM_POS];
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int k0 = blk * len;
+    for (int g = 0; g < LSW_PANEL / 8; ++g) {
+      v128_t acc[LSW_MM_POS][2];
+      for (int p = 0; p < P; ++p) {
+        acc[p][0] = wasm_f32x4_splat(0.0f);
+        acc[p][1] = acc[p][0];
+      }
+      const float* r = panel + (long)k0 * LSW_PANEL + 8 * g;
+      for (int k = k0; k < k0 + len; ++k, r += LSW_PANEL) {
+        const v128_t w0 = wasm_v128_load(r);
+        const v128_t w1 = wasm_v128_load(r + 4);
+        for (int p = 0; p < P; ++p) {
+          const v128_t xk = wasm_v128_load32_splat(x + (long)p * n_in + k);
+          acc[p][0] = wasm_f32x4_add(acc[p][0], wasm_f32x4_mul(xk, w0));
+          acc[p][1] = wasm_f32x4_add(acc[p][1], wasm_f32x4_mul(xk, w1));
+        }
+      }
+      for (int p = 0; p < P; ++p) {
+        part[blk][2 * g][p] = acc[p][0];
+        part[blk][2 * g + 1][p] = acc[p][1];
+      }
+    }
+  }
+  for (int v = 0; v < LSW_PANEL / 4; ++v) {
+    const int o = o0 + 4 * v;
+    const v128_t bias = b ? wasm_v128_load(b + o) : wasm_f32x4_splat(0.0f);
+    for (int p = 0; p < P; ++p) {
+      v128_t t[16];
+      for (int blk = 0; blk < blocks; ++blk) t[blk] = part[blk][v][p];
+      v128_t s = blocks == 16 ? lsw_tree16(t) : t[0];
+      if (b) s = wasm_f32x4_add(s, bias);
+      wasm_v128_store(y + (long)p * n_out + o, s);
+    }
+  }
+}
+
+void ls_matmul32(const float* x, int n, const float* w, const float* b,
+                 int n_in, int n_out, float* partial, float* y) {
+  if (n == 1 || n_in <= 0 || !lsw_is_paneled(w)) {
+    /* One position (the streaming panel kernel), or a matrix that is not
+     * repacked: a matrix-vector product per position. */
+    for (int t = 0; t < n; ++t) {
+      ls_matvec32(x + (size_t)t * (size_t)n_in, w, b, n_in, n_out, partial,
+                  y + (size_t)t * (size_t)n_out);
+    }
+    return;
+  }
+  for (int p = 0; p < n_out / LSW_PANEL; ++p) {
+    const float* panel = w + (long)p * n_in * LSW_PANEL;
+    const int o0 = p * LSW_PANEL;
+    int t = 0;
+    for (; t + LSW_MM_POS <= n; t += LSW_MM_POS) {
+      lsw_mm_tile(x + (long)t * n_in, n_in, panel, b, o0, n_out,
+                  y + (long)t * n_out, LSW_MM_POS);
+    }
+    const float* xt = x + (long)t * n_in;
+    float* yt = y + (long)t * n_out;
+    switch (n - t) {
+      case 3:
+        lsw_mm_tile(xt, n_in, panel, b, o0, n_out, yt, 3);
+        break;
+      case 2:
+        lsw_mm_tile(xt, n_in, panel, b, o0, n_out, yt, 2);
+        break;
+      case 1:
+        lsw_mm_tile(xt, n_in, panel, b, o0, n_out, yt, 1);
+        break;
+      default:
+        break;
+    }
+  }
 }
 
 /* Columns k..k+3 of four rows, transposed so that vector i holds element
