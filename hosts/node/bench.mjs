@@ -21,6 +21,24 @@ import { hostDir } from './module.mjs';
 import { Session } from './session.mjs';
 import { parseArgs, intOption } from './args.mjs';
 
+const usage = `usage: node hosts/node/bench.mjs --model M.lockstep [options]
+  --model, -m M     a packed GPT-2 checkpoint (a random 124M:
+                    build/wasm/wasm_decode_bench --write-random-124m M)
+  --native BIN      the native half (default build/wasm/wasm_decode_bench)
+  --prompt N        decode rounds: tokens stepped before timing (16)
+  --steps N         decode rounds: cached steps timed per round (32)
+  --rounds N        decode rounds, WASM and native alternating (5)
+  --prefill N       prefill rounds: prompt length, 0 to skip (128)
+  --prefill-rounds N  prefill rounds: WASM prefill, WASM stepping and
+                    native one-thread prefill of the same prompt (3)
+  --module PATH, --module-sha256 HEX   another module and its digest
+Prints each round on stderr and a JSON summary (medians, ratios) on
+stdout.
+`;
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(usage);
+  process.exit(0);
+}
 const a = parseArgs(process.argv.slice(2), {
   model: { alias: '-m' }, native: {}, prompt: { def: '16' },
   steps: { def: '32' }, rounds: { def: '5' }, module: {},
