@@ -402,6 +402,70 @@ TEST_P(Kernels, AttendIsDotSoftmaxWeightedSum) {
   }
 }
 
+// The batched attention of a block of queries of one head: query r over
+// keys 0 .. n0 + r - 1, keys transposed, values compact, against a scalar
+// loop of the spec's order (ls_dot32, the division, ls_softmax32, the §2.5
+// sum from +0.0 in key order); ragged row counts for every tile height,
+// widths that are and are not multiples of 16 and of the vector width,
+// scales that are and are not powers of two; nothing written between the
+// output rows.
+TEST_P(Kernels, AttendRowsIsDotSoftmaxWeightedSum) {
+  ASSERT_NE(k().attend_rows, nullptr);
+  std::mt19937_64 rng(17);
+  for (int D : {64, 16, 20, 48, 3, 1, 128}) {
+    for (int rows : {1, 2, 3, 5, 6, 7, 12, 13, 25}) {
+      for (int n0 : {1, 2, 15, 16, 17, 40, 100}) {
+        const int keys = n0 + rows - 1;
+        const size_t kts = size_t(keys + 15) / 16 * 16 + (D == 20 ? 16 : 0);
+        const size_t qs = size_t(D) + 7, vs = size_t(D) + (D == 64 ? 0 : 3);
+        const size_t os = size_t(D) + 5;
+        const float spread = D == 1 ? 30.0f : 3.0f;
+        const auto q = Uniform(rng, size_t(rows) * qs, -spread, spread);
+        const auto kk = Uniform(rng, size_t(keys) * size_t(D), -3, 3);
+        const auto v = Uniform(rng, size_t(keys) * vs, -3, 3);
+        // Padding columns of the transposed keys: anything finite.
+        auto kt = Uniform(rng, size_t(D) * kts, -1, 1);
+        for (int j = 0; j < keys; ++j) {
+          for (int d = 0; d < D; ++d) {
+            kt[size_t(d) * kts + size_t(j)] = kk[size_t(j) * size_t(D) + d];
+          }
+        }
+        const float scale = __builtin_sqrtf(float(D));
+        std::vector<float> score(size_t(rows) * kts, NAN),
+            got(size_t(rows) * os, NAN), want(got.size(), NAN);
+        std::vector<float> sr(static_cast<size_t>(keys));
+        k().attend_rows(q.data(), qs, rows, n0, kt.data(), kts, v.data(), vs, D,
+                        scale, score.data(), got.data(), os);
+        for (int r = 0; r < rows; ++r) {
+          const int n = n0 + r;
+          const float* qr = q.data() + size_t(r) * qs;
+          for (int j = 0; j < n; ++j) {
+            sr[size_t(j)] =
+                ls_dot32(qr, kk.data() + size_t(j) * size_t(D), D, 1) / scale;
+          }
+          ls_softmax32(sr.data(), n, sr.data());
+          for (int d = 0; d < D; ++d) {
+            float acc = 0.0f;
+            for (int j = 0; j < n; ++j) {
+              acc = acc + sr[size_t(j)] * v[size_t(j) * vs + size_t(d)];
+            }
+            want[size_t(r) * os + size_t(d)] = acc;
+          }
+        }
+        for (int r = 0; r < rows; ++r) {
+          ASSERT_TRUE(BytesEqual(got.data() + size_t(r) * os,
+                                 want.data() + size_t(r) * os, size_t(D)))
+              << "D " << D << " rows " << rows << " n0 " << n0 << " row " << r;
+          for (size_t e = size_t(D); e < os && r + 1 < rows; ++e) {
+            ASSERT_TRUE(std::isnan(got[size_t(r) * os + e]))
+                << "written between rows: D " << D << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, Kernels,
                          ::testing::ValuesIn(lockstep::cpu::supported_isas()),
                          [](const auto& i) { return i.param; });
@@ -459,6 +523,48 @@ TEST_P(Backend, SmallConfigsBytesEqualToReference) {
     const Trace got = RunTrace(*fast, c, tokens, prefixes);
     ExpectSameTrace(got, want,
                     fast->name() + " n_embd " + std::to_string(c.n_embd));
+  }
+}
+
+// (c) Batched prefill far into the cache with a small max_prefix: the
+// batched attention's scratch (5 * max_prefix * n_embd floats) holds the
+// transposed keys and the compact values of the first chunks, only the
+// keys of the next ones (values read in the cache), and not even those
+// later (each position by itself): every chunk's every logit and the cache
+// words equal the reference's cached steps. Chunks of 16 (max_prefix),
+// 13, 1 and 7 positions; D = 64 and D = 20.
+TEST_P(Backend, PrefillFarIntoTheCacheBytesEqualToReference) {
+  const ls_gpt2_config configs[] = {
+      {97, 160, 128, 2, 2},  // D = 64
+      {89, 120, 40, 2, 1},   // D = 20
+  };
+  uint64_t seed = 300;
+  for (const auto& c : configs) {
+    const auto w = RandomWeights(c, ++seed);
+    const auto tokens = RandomTokens(c, c.n_ctx, seed);
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+    const Trace want = RunTrace(*ref, c, tokens, {});
+    auto fast = Make(c, w.data(), w.size(), 16);
+    const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+    std::vector<float> cache(size_t(c.n_ctx) * row, NAN), logits(16 * V, NAN);
+    const int sizes[] = {16, 16, 13, 1, 16, 7, 16, 16};
+    int pos = 0;
+    for (size_t i = 0; pos < c.n_ctx; ++i) {
+      const int n = std::min(sizes[i % 8], c.n_ctx - pos);
+      ASSERT_EQ(fast->prefill(cache.data(), cache.size(), size_t(pos) * row,
+                              tokens.data() + pos, n, pos, true, logits.data()),
+                LS_OK)
+          << fast->name() << " chunk at " << pos;
+      for (int t = 0; t < n; ++t) {
+        ASSERT_TRUE(BytesEqual(logits.data() + size_t(t) * V,
+                               want.step_logits[size_t(pos + t)].data(), V))
+            << fast->name() << " n_embd " << c.n_embd << ": logits at "
+            << pos + t << " (chunk of " << n << " at " << pos << ")";
+      }
+      pos += n;
+    }
+    EXPECT_TRUE(BytesEqual(cache, want.cache))
+        << fast->name() << " n_embd " << c.n_embd << ": cache words";
   }
 }
 

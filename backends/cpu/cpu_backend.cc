@@ -72,6 +72,16 @@ static_assert(kPanel == LS_GPT2_PANEL, "the PANEL64 layout is read in place");
 
 size_t panels(int n) { return (size_t(n) + kPanel - 1) / kPanel; }
 
+// The batched attention (full pass and prefill) takes the queries of one
+// head kAttnRows at a time; a member's score rows hold that many rows of
+// every key (and the cached step's n_head rows).
+constexpr int kAttnRows = 12;
+size_t round16(size_t n) { return (n + 15) / 16 * 16; }
+size_t score_floats(const ls_gpt2_config& c) {
+  return round16(size_t(std::max(c.n_head, kAttnRows)) *
+                 round16(size_t(c.n_ctx)));
+}
+
 // Panels whose K a decode product may split (those of the block
 // matrices; never the head's): the widest, c_fc's.
 size_t split_panels(const ls_gpt2_config& c) { return panels(4 * c.n_embd); }
@@ -112,7 +122,7 @@ Layout layout(const ls_gpt2_config& c, int positions, int members,
   l.y = o, o += round(P * C);
   l.xm = o, o += M * round(C);
   l.hm = o, o += M * round(C);
-  l.score = o, o += M * round(size_t(c.n_head) * size_t(c.n_ctx));
+  l.score = o, o += M * score_floats(c);
   // Split K (several members): 16 block sums of 64 outputs per panel of
   // the widest block matrix (c_fc, 4C columns).
   l.part = o, o += M > 1 ? split_panels(c) * 16 * kPanel : 0;
@@ -208,10 +218,17 @@ class CpuBackend final : public Gpt2Backend {
 
  private:
   // Work counters per layer: the four matrix products and attention.
-  static constexpr int kPerLayer = 5;
+  static constexpr int kPerLayer = 6;
   // Split K aims at this many units per member in a decode product.
   static constexpr int kSplitUnitsPerMember = 4;
-  enum Phase { kAttnIn = 0, kAttend = 1, kProj = 2, kFc = 3, kOut = 4 };
+  enum Phase {
+    kAttnIn = 0,
+    kAttend = 1,
+    kProj = 2,
+    kFc = 3,
+    kOut = 4,
+    kAttendRows = 5
+  };
 
   // One forward pass: n positions starting at `first`. With a cache (the
   // step, n = 1, and the prefill) keys and values are appended to it and
@@ -260,8 +277,7 @@ class CpuBackend final : public Gpt2Backend {
   Shared shared(int m) {
     float* buf = buf_.data();
     return {buf + lay_.qkv, buf + lay_.a, buf + lay_.f, buf + lay_.y,
-            buf + lay_.score +
-                size_t(m) * round16(size_t(c_.n_head) * size_t(c_.n_ctx))};
+            buf + lay_.score + size_t(m) * score_floats(c_)};
   }
 
   // The cached step. The short serial parts (embedding, residuals,
@@ -324,14 +340,12 @@ class CpuBackend final : public Gpt2Backend {
   // barrier after each).
   void full_pass(Pass& p, int m, int M) {
     const ls_gpt2_config& c = c_;
-    const int C = c.n_embd, n = p.n, D = C / c.n_head;
+    const int C = c.n_embd, n = p.n;
     const size_t Cs = size_t(C);
     float* X = buf_.data() + lay_.x;
     float* Hn = buf_.data() + lay_.h;
     auto [QKV, A, F, Y, score] = shared(m);
     const Range pos = share(n, m, M);
-    const float scale = __builtin_sqrtf(float(D));
-    const size_t row = ls_gpt2_cache_row_floats(&c);
 
     for (int t = pos.begin; t < pos.end; ++t) {
       embed(p.tokens[t], p.first + t, X + size_t(t) * Cs);
@@ -348,35 +362,7 @@ class CpuBackend final : public Gpt2Backend {
       matmul(counter(l, kAttnIn), Hn, Cs, n, P.attn, w_ + b.attn_b, C, 3 * C,
              QKV, 3 * Cs, false);
       pool_.barrier();
-      for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
-        const int h0 = u * head_group(),
-                  h1 = std::min(c.n_head, h0 + head_group());
-        const size_t o0 = size_t(h0) * size_t(D), o1 = size_t(h1) * size_t(D);
-        if (!p.cache) {
-          for (int t = 0; t < n; ++t) {
-            k_.attend(QKV + size_t(t) * 3 * Cs + o0, QKV + Cs + o0,
-                      QKV + 2 * Cs + o0, 3 * Cs, D, h1 - h0, t + 1, scale,
-                      score, A + size_t(t) * Cs + o0);
-          }
-          continue;
-        }
-        // These heads' keys and values of the n positions into the cache,
-        // then each position attends to the rows up to its own.
-        float* keys = p.cache + size_t(l) * 2 * Cs;
-        for (int t = 0; t < n; ++t) {
-          float* kv = keys + size_t(p.first + t) * row;
-          const float* src = QKV + size_t(t) * 3 * Cs;
-          for (size_t i = o0; i < o1; ++i) {
-            kv[i] = src[Cs + i];
-            kv[Cs + i] = src[2 * Cs + i];
-          }
-        }
-        for (int t = 0; t < n; ++t) {
-          k_.attend(QKV + size_t(t) * 3 * Cs + o0, keys + o0, keys + Cs + o0,
-                    row, D, h1 - h0, p.first + t + 1, scale, score,
-                    A + size_t(t) * Cs + o0);
-        }
-      }
+      attention(p, l, m);
       pool_.barrier();
       matmul(counter(l, kProj), A, Cs, n, P.proj, w_ + b.proj_b, C, C, Y, Cs,
              false);
@@ -413,6 +399,133 @@ class CpuBackend final : public Gpt2Backend {
     residual(x, Y + size_t(n - 1) * Cs, C);
     const size_t lnf = ls_gpt2_lnf_offset(&c);
     ls_layernorm32(x, w_ + lnf, w_ + lnf + Cs, C, h);
+  }
+
+  // The batched attention: per head, the keys of positions 0 .. first + n
+  // - 1 transposed once into scratch (key j's element d at kt[d*kts + j])
+  // and their values copied into one contiguous [N, D] block (a cache row
+  // is a whole layer stack apart: 72 KB for 124M), then units of
+  // kAttnRows consecutive queries of one head (k_.attend_rows: a tile of
+  // queries x a tile of keys per register tile, each score, softmax and
+  // weighted sum in its one order). The scratch is the MLP hidden and
+  // projection buffers F and Y (5 P C floats, free between the q|k|v
+  // product and c_proj); the values are read in place when only the keys
+  // fit there, and false, with nothing done, when not even they do (a
+  // prefill far into a cache with a small max_prefix) or the table has no
+  // attend_rows.
+  bool attend_batched(Pass& p, int l, int m) {
+    const ls_gpt2_config& c = c_;
+    const int C = c.n_embd, n = p.n, D = C / c.n_head, H = c.n_head;
+    const size_t Cs = size_t(C), N = size_t(p.first) + size_t(n);
+    const size_t kts = round16(N);
+    const size_t room = lay_.y + round16(size_t(positions_) * Cs) - lay_.f;
+    if (!k_.attend_rows || kts * Cs > room) return false;
+    auto [QKV, A, F, Y, score] = shared(m);
+    (void)Y;
+    float* KT = F;  // head h's transposed keys at KT + h*D*kts
+    // Head h's values at VC + h*N*D, value j at + j*D, when they fit.
+    float* VC = 2 * kts * Cs <= room ? F + kts * Cs : nullptr;
+    const size_t row = ls_gpt2_cache_row_floats(&c);
+    float* keys = p.cache ? p.cache + size_t(l) * 2 * Cs : QKV + Cs;
+    const size_t ks = p.cache ? row : 3 * Cs;  // key j at keys + j*ks
+    // 1. Units of head groups: this call's keys and values of those heads
+    // into the cache, then each head's keys transposed, 16 keys at a time
+    // (columns past the last key: +0.0).
+    for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
+      const int h0 = u * head_group(), h1 = std::min(H, h0 + head_group());
+      const size_t o0 = size_t(h0) * size_t(D), o1 = size_t(h1) * size_t(D);
+      if (p.cache) {
+        for (int t = 0; t < n; ++t) {
+          float* kv = keys + size_t(p.first + t) * row;
+          const float* src = QKV + size_t(t) * 3 * Cs;
+          for (size_t i = o0; i < o1; ++i) {
+            kv[i] = src[Cs + i];
+            kv[Cs + i] = src[2 * Cs + i];
+          }
+        }
+      }
+      for (int h = h0; h < h1; ++h) {
+        float* kt = KT + size_t(h) * size_t(D) * kts;
+        const float* kh = keys + size_t(h) * size_t(D);
+        for (size_t j0 = 0; j0 < kts; j0 += 16) {
+          const size_t jn = std::min<size_t>(16, N > j0 ? N - j0 : 0);
+          for (size_t d = 0; d < size_t(D); ++d) {
+            float* dst = kt + d * kts + j0;
+            for (size_t j = 0; j < jn; ++j) dst[j] = kh[(j0 + j) * ks + d];
+            for (size_t j = jn; j < 16; ++j) dst[j] = 0.0f;
+          }
+        }
+        if (VC) {
+          float* vc = VC + size_t(h) * N * size_t(D);
+          for (size_t j = 0; j < N; ++j) {
+            std::copy(kh + j * ks + Cs, kh + j * ks + Cs + D, vc + j * D);
+          }
+        }
+      }
+    }
+    pool_.barrier();
+    // 2. Units of kAttnRows queries of one head: head by head, each head's
+    // last (longest) rows first, so that the phase ends on short units.
+    const int rows = int(std::min<size_t>(kAttnRows, score_floats(c) / kts));
+    const int chunks = (n + rows - 1) / rows;
+    const float scale = __builtin_sqrtf(float(D));
+    const float* values = keys + Cs;  // value j of head h at + j*ks + h*D
+    for (int u; (u = counter(l, kAttendRows).fetch_add(1)) < H * chunks;) {
+      const int h = u / chunks, ch = chunks - 1 - u % chunks;
+      const int t0 = ch * rows, t1 = std::min(n, t0 + rows);
+      const size_t o = size_t(h) * size_t(D);
+      const float* vh = VC ? VC + size_t(h) * N * size_t(D) : values + o;
+      k_.attend_rows(QKV + size_t(t0) * 3 * Cs + o, 3 * Cs, t1 - t0,
+                     p.first + t0 + 1, KT + o * kts, kts, vh,
+                     VC ? size_t(D) : ks, D, scale, score,
+                     A + size_t(t0) * Cs + o, Cs);
+    }
+    return true;
+  }
+
+  // §6 attention of the n positions of layer l (full pass and prefill),
+  // after the q|k|v product: with a cache, this call's keys and values are
+  // appended to it first. The batched path (attend_batched) when its
+  // scratch fits; else every position by itself (k_.attend), in units of
+  // head groups.
+  void attention(Pass& p, int l, int m) {
+    if (attend_batched(p, l, m)) return;
+    const ls_gpt2_config& c = c_;
+    const int C = c.n_embd, n = p.n, D = C / c.n_head;
+    const size_t Cs = size_t(C);
+    auto [QKV, A, F, Y, score] = shared(m);
+    (void)F, (void)Y;
+    const float scale = __builtin_sqrtf(float(D));
+    const size_t row = ls_gpt2_cache_row_floats(&c);
+    for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
+      const int h0 = u * head_group(),
+                h1 = std::min(c.n_head, h0 + head_group());
+      const size_t o0 = size_t(h0) * size_t(D), o1 = size_t(h1) * size_t(D);
+      if (!p.cache) {
+        for (int t = 0; t < n; ++t) {
+          k_.attend(QKV + size_t(t) * 3 * Cs + o0, QKV + Cs + o0,
+                    QKV + 2 * Cs + o0, 3 * Cs, D, h1 - h0, t + 1, scale, score,
+                    A + size_t(t) * Cs + o0);
+        }
+        continue;
+      }
+      // These heads' keys and values of the n positions into the cache,
+      // then each position attends to the rows up to its own.
+      float* keys = p.cache + size_t(l) * 2 * Cs;
+      for (int t = 0; t < n; ++t) {
+        float* kv = keys + size_t(p.first + t) * row;
+        const float* src = QKV + size_t(t) * 3 * Cs;
+        for (size_t i = o0; i < o1; ++i) {
+          kv[i] = src[Cs + i];
+          kv[Cs + i] = src[2 * Cs + i];
+        }
+      }
+      for (int t = 0; t < n; ++t) {
+        k_.attend(QKV + size_t(t) * 3 * Cs + o0, keys + o0, keys + Cs + o0, row,
+                  D, h1 - h0, p.first + t + 1, scale, score,
+                  A + size_t(t) * Cs + o0);
+      }
+    }
   }
 
   // §6 logits = h . wte^T from this member's h: the product with the
@@ -665,7 +778,6 @@ class CpuBackend final : public Gpt2Backend {
     return (c_.n_head + head_group() - 1) / head_group();
   }
 
-  static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
   size_t lay_stride_c() const { return round16(size_t(c_.n_embd)); }
 
   ls_gpt2_config c_;

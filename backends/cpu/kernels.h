@@ -60,6 +60,19 @@ struct CpuKernels {
   // backend never splits K on that ISA.
   void (*matvec_blocks)(const float* x, const float* p, int n_in, int b0,
                         int b1, float* part) = nullptr;
+  // §6 attention of `rows` consecutive queries of one head of width D (the
+  // batched prefill and the full pass): query r attends keys 0 .. n0 + r -
+  // 1 (n0 >= 1). q row r at q + r*qs; the head's keys transposed, key j's
+  // element d at kt[d*kts + j] (kts a multiple of 16, at least n0 + rows -
+  // 1; every column below kts readable); values compact, value j's element
+  // d at vc[j*vs + d]; score: rows * kts floats of scratch; out row r at
+  // out + r*os. Each score, softmax and weighted sum is attend's (the same
+  // operations in the same order); nullptr: the backend calls attend per
+  // query.
+  void (*attend_rows)(const float* q, size_t qs, int rows, int n0,
+                      const float* kt, size_t kts, const float* vc, size_t vs,
+                      int D, float scale, float* score, float* out,
+                      size_t os) = nullptr;
 };
 
 const CpuKernels& kernels_avx512();

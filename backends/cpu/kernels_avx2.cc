@@ -27,8 +27,15 @@ void matmul_avx2(const float* x, size_t xs, int n, const float* w,
 }
 
 constexpr CpuKernels kTable = {
-    "avx2",        VecAvx2::W,     matmul_avx2,     matvec_pair<VecAvx2>,
-    gelu<VecAvx2>, exp_n<VecAvx2>, attend<VecAvx2>, matvec_blocks<VecAvx2>,
+    "avx2",
+    VecAvx2::W,
+    matmul_avx2,
+    matvec_pair<VecAvx2>,
+    gelu<VecAvx2>,
+    exp_n<VecAvx2>,
+    attend<VecAvx2>,
+    matvec_blocks<VecAvx2>,
+    attend_rows<VecAvx2, kNV, kNP>,
 };
 
 }  // namespace

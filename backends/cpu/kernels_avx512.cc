@@ -31,10 +31,15 @@ void matmul_avx512(const float* x, size_t xs, int n, const float* w,
 }
 
 constexpr CpuKernels kTable = {
-    "avx512",          VecAvx512::W,
-    matmul_avx512,     matvec_pair<VecAvx512>,
-    gelu<VecAvx512>,   exp_n<VecAvx512>,
-    attend<VecAvx512>, matvec_blocks<VecAvx512>,
+    "avx512",
+    VecAvx512::W,
+    matmul_avx512,
+    matvec_pair<VecAvx512>,
+    gelu<VecAvx512>,
+    exp_n<VecAvx512>,
+    attend<VecAvx512>,
+    matvec_blocks<VecAvx512>,
+    attend_rows<VecAvx512, kNV, kNP>,
 };
 
 }  // namespace

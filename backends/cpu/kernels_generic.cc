@@ -27,10 +27,15 @@ void matmul_generic(const float* x, size_t xs, int n, const float* w,
 }
 
 constexpr CpuKernels kTable = {
-    "generic",          VecGeneric::W,
-    matmul_generic,     matvec_pair<VecGeneric>,
-    gelu<VecGeneric>,   exp_n<VecGeneric>,
-    attend<VecGeneric>, matvec_blocks<VecGeneric>,
+    "generic",
+    VecGeneric::W,
+    matmul_generic,
+    matvec_pair<VecGeneric>,
+    gelu<VecGeneric>,
+    exp_n<VecGeneric>,
+    attend<VecGeneric>,
+    matvec_blocks<VecGeneric>,
+    attend_rows<VecGeneric, kNV, kNP>,
 };
 
 }  // namespace

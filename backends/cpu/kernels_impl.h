@@ -11,6 +11,7 @@
 #define LOCKSTEP_BACKENDS_CPU_KERNELS_IMPL_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "backends/cpu/vec_scalar.h"
 #include "ls_ops32.h"
@@ -303,15 +304,16 @@ void exp_n(const float* x, float* y, int n) {
 }
 
 // ---------------------------------------------------------------------------
-// §2.4 softmax of s[0..n) in place.
+// §2.4 softmax of s[0..n) in place, in three parts: softmax_exp (the
+// maximum, then e[j] = exp(s[j] - m) in place), the sum (sequential from
+// +0.0), softmax_div (p[j] = e[j] / sum).
 template <class V>
-void softmax(float* s, int n) {
+void softmax_exp(float* s, int n) {
   using reg = typename V::reg;
   constexpr int W = V::W;
   // The maximum: only its value matters (s[j] - m, and exp(+-0) = 1, do
   // not see the sign of a zero maximum), so lanes may find it in any
-  // order. Then e[j] = exp(s[j] - m) lane by lane, the sum sequential from
-  // +0.0, and one division per element.
+  // order. Then e[j] = exp(s[j] - m) lane by lane.
   float m = s[0];
   int j = 0;
   if (n >= W) {
@@ -326,11 +328,24 @@ void softmax(float* s, int n) {
     V::store(s + j, V::exp(V::sub(V::load(s + j), mv)));
   }
   for (; j < n; ++j) s[j] = VecScalar::exp(s[j] - m);
-  float sum = 0.0f;
-  for (j = 0; j < n; ++j) sum = sum + s[j];
+}
+
+template <class V>
+void softmax_div(float* s, int n, float sum) {
+  using reg = typename V::reg;
+  constexpr int W = V::W;
   const reg sv = V::set1(sum);
-  for (j = 0; j + W <= n; j += W) V::store(s + j, V::div(V::load(s + j), sv));
+  int j = 0;
+  for (; j + W <= n; j += W) V::store(s + j, V::div(V::load(s + j), sv));
   for (; j < n; ++j) s[j] = s[j] / sum;
+}
+
+template <class V>
+void softmax(float* s, int n) {
+  softmax_exp<V>(s, n);
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) sum = sum + s[j];
+  softmax_div<V>(s, n, sum);
 }
 
 // §6 attention of `heads` consecutive heads (width D) for one query over n
@@ -460,6 +475,127 @@ void attend(const float* q, const float* keys, const float* values,
         V::store(o + d, V::add(V::load(o + d), V::mul(pv, V::load(v + d))));
       }
       for (; d < D; ++d) o[d] = o[d] + pj * v[d];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// §6 attention of a block of consecutive queries of one head (the batched
+// prefill and the full pass). Query r (0 <= r < rows) attends keys
+// 0 .. n0 + r - 1, n0 >= 1: its q at q + r*qs (D floats); the head's keys
+// transposed, key j's element d at kt[d*kts + j] (kts a multiple of 16,
+// kts >= n0 + rows - 1; the columns past the keys are read, never used);
+// its values compact, value j's element d at vc[j*vs + d]; scores: rows *
+// kts floats of scratch; query r's output at out + r*os.
+//
+// Every output keeps its one order:
+//  - score s[r][j] = dot(q_r, k_j) / scale: the score matrix Q . K^T is a
+//    matrix product with K^T as an input-major [D, keys] matrix, so the
+//    batched product's tile computes it, each lane one (query, key) pair
+//    running §2.1 (16 blocks of D / 16 from +0.0, the halving tree, or
+//    sequential for other D) — the per-score operations of ls_dot32. Each
+//    tile of NP queries computes the keys up to its last query's (the few
+//    past a query's own are computed and left unused). Then one division
+//    per score: by scale, or, when scale is a power of two whose inverse
+//    is exact (8 for D = 64), a product with that inverse, which is the
+//    same correctly rounded value of the same real number.
+//  - softmax (§2.4) per query over its own keys, as softmax() above.
+//  - out[r][d] = the §2.5 sum of p[r][j] * v_j[d] for j = 0 .. n0 + r - 1
+//    in order from +0.0: the batched product's tile again, with a single
+//    block (sequential sum) over the keys the tile's queries share
+//    (0 .. n0 + r0 - 1 for the tile's first query r0), each lane one
+//    (query, d) output; then each later query of the tile continues its
+//    own sums over its remaining keys, in order.
+template <class V, int NV, int NP>
+void attend_rows(const float* q, size_t qs, int rows, int n0, const float* kt,
+                 size_t kts, const float* vc, size_t vs, int D, float scale,
+                 float* s, float* out, size_t os) {
+  using reg = typename V::reg;
+  constexpr int W = V::W, TW = NV * W;
+  // Scores, NP queries at a time.
+  for (int r0 = 0; r0 < rows; r0 += NP) {
+    const int np = rows - r0 < NP ? rows - r0 : NP;
+    const int need = n0 + r0 + np - 1;
+    const int o1 = (need + W - 1) / W * W;
+    matmul_range<V, NV, NP>(q + size_t(r0) * qs, qs, np, kt, nullptr, D,
+                            int(kts), 0, o1, s + size_t(r0) * kts, kts);
+  }
+  // The division, then §2.4 query by query: the maximum and e = exp(s -
+  // m) as softmax() computes them; the sums of four queries at a time
+  // interleaved, each its own sequential sum from +0.0 in key order (four
+  // independent chains, not one waiting on each add); the division.
+  uint32_t sb;
+  __builtin_memcpy(&sb, &scale, sizeof sb);
+  const uint32_t ex = (sb >> 23) & 0xffu;
+  const bool pow2 = (sb & 0x807fffffu) == 0 && ex > 1 && ex < 253;
+  const float inv = 1.0f / scale;  // exact when pow2
+  for (int r = 0; r < rows; ++r) {
+    float* sr = s + size_t(r) * kts;
+    const int n = n0 + r;
+    int j = 0;
+    if (pow2) {
+      const reg iv = V::set1(inv);
+      for (; j + W <= n; j += W) V::store(sr + j, V::mul(V::load(sr + j), iv));
+      for (; j < n; ++j) sr[j] = sr[j] * inv;
+    } else {
+      const reg sv = V::set1(scale);
+      for (; j + W <= n; j += W) V::store(sr + j, V::div(V::load(sr + j), sv));
+      for (; j < n; ++j) sr[j] = sr[j] / scale;
+    }
+    softmax_exp<V>(sr, n);
+  }
+  for (int r0 = 0; r0 < rows; r0 += 4) {
+    const int g = rows - r0 < 4 ? rows - r0 : 4;
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const float* e[4];
+    for (int i = 0; i < 4; ++i) {
+      e[i] = s + size_t(r0 + (i < g ? i : 0)) * kts;
+    }
+    int j = 0;
+    if (g == 4) {
+      for (; j < n0 + r0; ++j) {
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) sum[i] = sum[i] + e[i][j];
+      }
+    }
+    for (int i = 0; i < g; ++i) {
+      for (int k = j; k < n0 + r0 + i; ++k) sum[i] = sum[i] + e[i][k];
+      softmax_div<V>(s + size_t(r0 + i) * kts, n0 + r0 + i, sum[i]);
+    }
+  }
+  // §2.5: the keys a tile's queries share, then each query's own.
+  for (int r0 = 0; r0 < rows; r0 += NP) {
+    const int np = rows - r0 < NP ? rows - r0 : NP;
+    const int L = n0 + r0;
+    const float* p = s + size_t(r0) * kts;
+    float* o = out + size_t(r0) * os;
+    int d = 0;
+    for (; d + TW <= D; d += TW) {
+      matmul_columns<V, NV, NP>(p, kts, np, vc + d, vs, 1, L, nullptr, o + d,
+                                os);
+    }
+    for (; d + W <= D; d += W) {
+      matmul_columns<V, 1, NP>(p, kts, np, vc + d, vs, 1, L, nullptr, o + d,
+                               os);
+    }
+    for (; d < D; ++d) {
+      matmul_columns<VecScalar, 1, NP>(p, kts, np, vc + d, vs, 1, L, nullptr,
+                                       o + d, os);
+    }
+    for (int r = 1; r < np; ++r) {
+      const float* pr = p + size_t(r) * kts;
+      float* orow = o + size_t(r) * os;
+      for (int j = L; j < L + r; ++j) {
+        const float pj = pr[j];
+        const reg pv = V::set1(pj);
+        const float* v = vc + size_t(j) * vs;
+        int e = 0;
+        for (; e + W <= D; e += W) {
+          V::store(orow + e,
+                   V::add(V::load(orow + e), V::mul(pv, V::load(v + e))));
+        }
+        for (; e < D; ++e) orow[e] = orow[e] + pj * v[e];
+      }
     }
   }
 }

@@ -28,8 +28,15 @@ void matmul_neon(const float* x, size_t xs, int n, const float* w,
 }
 
 constexpr CpuKernels kTable = {
-    "neon",        VecNeon::W,     matmul_neon,     matvec_pair<VecNeon>,
-    gelu<VecNeon>, exp_n<VecNeon>, attend<VecNeon>, matvec_blocks<VecNeon>,
+    "neon",
+    VecNeon::W,
+    matmul_neon,
+    matvec_pair<VecNeon>,
+    gelu<VecNeon>,
+    exp_n<VecNeon>,
+    attend<VecNeon>,
+    matvec_blocks<VecNeon>,
+    attend_rows<VecNeon, kNV, kNP>,
 };
 
 }  // namespace
