@@ -65,30 +65,9 @@ class Gpt2Runner {
   int threads() const { return threads_; }
 
  private:
-  std::span<const float> wasm_step_prefill(std::span<const int32_t> tokens,
-                                           bool all_positions) {
-    if (tokens.empty()) throw Error("GPT-2 prefill: no tokens");
-    if (tokens.size() > size_t(wasm_->n_ctx() - wasm_->position())) {
-      throw Error("GPT-2 prefill: " + std::to_string(tokens.size()) +
-                  " tokens at position " + std::to_string(wasm_->position()) +
-                  " do not fit the context of " +
-                  std::to_string(wasm_->n_ctx()));
-    }
-    std::span<const float> logits;
-    if (all_positions) all_logits_.clear();
-    for (int32_t t : tokens) {
-      logits = wasm_->step(t);
-      if (all_positions) {
-        all_logits_.insert(all_logits_.end(), logits.begin(), logits.end());
-      }
-    }
-    return all_positions ? std::span<const float>(all_logits_) : logits;
-  }
-
   int threads_;
   std::unique_ptr<Gpt2Session> native_;
   std::unique_ptr<WasmHost> wasm_;
-  std::vector<float> all_logits_;  // wasm prefill(all_positions)
 };
 
 }  // namespace lockstep::cli
