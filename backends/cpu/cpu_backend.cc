@@ -434,16 +434,7 @@ class CpuBackend final : public Gpt2Backend {
     for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
       const int h0 = u * head_group(), h1 = std::min(H, h0 + head_group());
       const size_t o0 = size_t(h0) * size_t(D), o1 = size_t(h1) * size_t(D);
-      if (p.cache) {
-        for (int t = 0; t < n; ++t) {
-          float* kv = keys + size_t(p.first + t) * row;
-          const float* src = QKV + size_t(t) * 3 * Cs;
-          for (size_t i = o0; i < o1; ++i) {
-            kv[i] = src[Cs + i];
-            kv[Cs + i] = src[2 * Cs + i];
-          }
-        }
-      }
+      if (p.cache) append_kv(p, l, QKV, o0, o1);
       for (int h = h0; h < h1; ++h) {
         float* kt = KT + size_t(h) * size_t(D) * kts;
         const float* kh = keys + size_t(h) * size_t(D);
@@ -483,6 +474,24 @@ class CpuBackend final : public Gpt2Backend {
     return true;
   }
 
+  // The keys and values of columns [o0, o1) (whole heads) of this call's
+  // n positions, from q|k|v into the cache rows p.first .. p.first+n-1 of
+  // layer l.
+  void append_kv(const Pass& p, int l, const float* QKV, size_t o0,
+                 size_t o1) const {
+    const size_t Cs = size_t(c_.n_embd);
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    float* keys = p.cache + size_t(l) * 2 * Cs;
+    for (int t = 0; t < p.n; ++t) {
+      float* kv = keys + size_t(p.first + t) * row;
+      const float* src = QKV + size_t(t) * 3 * Cs;
+      for (size_t i = o0; i < o1; ++i) {
+        kv[i] = src[Cs + i];
+        kv[Cs + i] = src[2 * Cs + i];
+      }
+    }
+  }
+
   // §6 attention of the n positions of layer l (full pass and prefill),
   // after the q|k|v product: with a cache, this call's keys and values are
   // appended to it first. The batched path (attend_batched) when its
@@ -512,14 +521,7 @@ class CpuBackend final : public Gpt2Backend {
       // These heads' keys and values of the n positions into the cache,
       // then each position attends to the rows up to its own.
       float* keys = p.cache + size_t(l) * 2 * Cs;
-      for (int t = 0; t < n; ++t) {
-        float* kv = keys + size_t(p.first + t) * row;
-        const float* src = QKV + size_t(t) * 3 * Cs;
-        for (size_t i = o0; i < o1; ++i) {
-          kv[i] = src[Cs + i];
-          kv[Cs + i] = src[2 * Cs + i];
-        }
-      }
+      append_kv(p, l, QKV, o0, o1);
       for (int t = 0; t < n; ++t) {
         k_.attend(QKV + size_t(t) * 3 * Cs + o0, keys + o0, keys + Cs + o0, row,
                   D, h1 - h0, p.first + t + 1, scale, score,
