@@ -29,6 +29,7 @@
 #include "ls_arith.h"
 #include "ls_gpt2.h"
 #include "ls_ops32.h"
+#include "tests/gpt2_test_util.h"
 
 // Every allocation in this binary is counted, so a test can check that a
 // step or a full pass allocates nothing.
@@ -51,62 +52,13 @@ namespace {
 
 using lockstep::Gpt2Backend;
 using lockstep::make_gpt2_backend;
-
-// memcmp-equality; on failure the first differing index and both values in
-// hex.
-::testing::AssertionResult BytesEqual(const float* got, const float* want,
-                                      size_t n) {
-  if (std::memcmp(got, want, n * sizeof(float)) == 0) {
-    return ::testing::AssertionSuccess();
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf,
-                    "first difference at index %zu of %zu: got %a, "
-                    "reference %a",
-                    i, n, double(got[i]), double(want[i]));
-      return ::testing::AssertionFailure() << buf;
-    }
-  }
-  return ::testing::AssertionFailure();
-}
-
-::testing::AssertionResult BytesEqual(const std::vector<float>& got,
-                                      const std::vector<float>& want) {
-  if (got.size() != want.size()) {
-    return ::testing::AssertionFailure()
-           << "sizes differ: " << got.size() << " vs " << want.size();
-  }
-  return BytesEqual(got.data(), want.data(), got.size());
-}
+using namespace lockstep::test;  // NOLINT: BytesEqual, Variant, ...
 
 // Seeded random packed weights (formats/gpt2_checkpoint.h): every
 // parameter nonzero and significant.
 std::vector<float> RandomWeights(const ls_gpt2_config& c, uint64_t seed) {
   return lockstep::random_gpt2_weights(c, seed);
 }
-
-std::vector<int32_t> RandomTokens(const ls_gpt2_config& c, int n,
-                                  uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, c.n_vocab - 1);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
-}
-
-// What a backend is asked for: a name and a thread count.
-struct Variant {
-  std::string name;
-  int threads;
-};
-
-// The thread counts every fast backend is checked with: 3 is not a power of
-// two, and 4 and 8 split the K of the decode products along the §2.1
-// blocks (cpu_backend.cc's split_k: 2 to 16 block groups per panel on the
-// small configs, 2 and 4 on 124M). More threads than cores is fine.
-constexpr int kThreadCounts[] = {1, 2, 3, 4, 8};
 
 std::vector<Variant> FastVariants() {
   std::vector<Variant> v;
@@ -128,18 +80,6 @@ std::vector<Variant> FullSizeVariants() {
     if (threads > 2) v.push_back({"cpu", threads});
   }
   return v;
-}
-
-void PrintTo(const Variant& v, std::ostream* os) {
-  *os << v.name << " x" << v.threads;
-}
-
-std::string VariantName(const ::testing::TestParamInfo<Variant>& i) {
-  std::string s = i.param.name + "_x" + std::to_string(i.param.threads);
-  for (auto& ch : s) {
-    if (ch == '-') ch = '_';
-  }
-  return s;
 }
 
 // The outputs of a run of cached steps and full passes.

@@ -25,39 +25,13 @@
 #include "lockstep/gpt2.h"
 #include "ls_gpt2.h"
 #include "ls_gpt2_layout.h"
+#include "tests/gpt2_test_util.h"
 
 namespace {
 
 using lockstep::Gpt2Backend;
 using lockstep::make_gpt2_backend;
-
-// memcmp-equality; on failure the first differing index and both values in
-// hex.
-::testing::AssertionResult BytesEqual(const float* got, const float* want,
-                                      size_t n) {
-  if (n == 0 || std::memcmp(got, want, n * sizeof(float)) == 0) {
-    return ::testing::AssertionSuccess();
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf,
-                    "first difference at index %zu of %zu: got %a, want %a", i,
-                    n, double(got[i]), double(want[i]));
-      return ::testing::AssertionFailure() << buf;
-    }
-  }
-  return ::testing::AssertionFailure();
-}
-
-std::vector<int32_t> RandomTokens(const ls_gpt2_config& c, int n,
-                                  uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, c.n_vocab - 1);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
-}
+using namespace lockstep::test;  // NOLINT: BytesEqual, Variant, ...
 
 // The oracle: the reference's cached steps over every token, each
 // position's logits and the whole cache.
@@ -82,31 +56,14 @@ Steps ReferenceSteps(const ls_gpt2_config& c, const float* w, size_t words,
   return s;
 }
 
-struct Variant {
-  std::string name;
-  int threads;
-};
-
 std::vector<Variant> AllVariants() {
   std::vector<Variant> v{{"reference", 1}};
   for (const auto& isa : lockstep::cpu::supported_isas()) {
-    for (int threads : {1, 2, 3, 4, 8}) {
+    for (int threads : kThreadCounts) {
       v.push_back({"cpu-" + isa, threads});
     }
   }
   return v;
-}
-
-void PrintTo(const Variant& v, std::ostream* os) {
-  *os << v.name << " x" << v.threads;
-}
-
-std::string VariantName(const ::testing::TestParamInfo<Variant>& i) {
-  std::string s = i.param.name + "_x" + std::to_string(i.param.threads);
-  for (auto& ch : s) {
-    if (ch == '-') ch = '_';
-  }
-  return s;
 }
 
 // Runs `tokens` through `b` as prefill chunks of the given sizes (a chunk
