@@ -54,6 +54,9 @@ static const double ls_exp64_poly[14] = {
     0x1.1eed8eff8d898p-29, 0x1.6124613a86d09p-33};
 
 double ls_exp64(double x) {
+  /* §3.4: NaN out as it came in. Checked first: nothing below may see a
+   * NaN (converting one to int is undefined behaviour in C). */
+  if (x != x) return x;
   if (x > LS_E64_OVERFLOW) return ls_inf64();
   if (x < LS_E64_UNDERFLOW) return 0.0;
   /* n = round-half-even(x / ln 2), by the add-and-subtract trick. */
@@ -71,6 +74,7 @@ double ls_exp64(double x) {
 }
 
 double ls_tanh64(double x) {
+  if (x != x) return x; /* §3.4 */
   double a = x < 0.0 ? -x : x;
   double e = ls_exp64(a + a);
   double t = 1.0 - 2.0 / (e + 1.0);
@@ -81,6 +85,7 @@ double ls_tanh64(double x) {
 #define LS_GELU64_A 0x1.6e4e26d4801f7p-5 /* 0.044715 */
 
 double ls_gelu64(double x) {
+  if (x != x) return x; /* §3.4 */
   double x3 = (x * x) * x;
   double u = LS_GELU64_C * (x + LS_GELU64_A * x3);
   return (0.5 * x) * (1.0 + ls_tanh64(u));
@@ -99,6 +104,7 @@ static const float ls_exp32_poly[8] = {
     0x1.555556p-5f, 0x1.111112p-7f, 0x1.6c16c2p-10f, 0x1.a01a02p-13f};
 
 float ls_exp32(float x) {
+  if (x != x) return x; /* §3.4 */
   if (x > LS_E32_OVERFLOW) return ls_inf32();
   if (x < LS_E32_UNDERFLOW) return 0.0f;
   float t = x * LS_E32_INV_LN2;
@@ -113,6 +119,7 @@ float ls_exp32(float x) {
 }
 
 float ls_tanh32(float x) {
+  if (x != x) return x; /* §3.4 */
   float a = x < 0.0f ? -x : x;
   float e = ls_exp32(a + a);
   float t = 1.0f - 2.0f / (e + 1.0f);
@@ -123,6 +130,7 @@ float ls_tanh32(float x) {
 #define LS_GELU32_A 0x1.6e4e26p-5f /* 0.044715 */
 
 float ls_gelu32(float x) {
+  if (x != x) return x; /* §3.4 */
   float x3 = (x * x) * x;
   float u = LS_GELU32_C * (x + LS_GELU32_A * x3);
   return (0.5f * x) * (1.0f + ls_tanh32(u));

@@ -11,14 +11,34 @@
 #ifndef LOCKSTEP_CORE_LS_ARITH_H_
 #define LOCKSTEP_CORE_LS_ARITH_H_
 
+#include <float.h>
 #include <stdint.h>
+
+/* The contract of docs/arithmetic.md §1, enforced where the preprocessor
+ * can see it: every core file that computes in floating point includes
+ * this header, so a build that breaks it does not compile. Fast-math (or
+ * its finite-math part, which deletes the NaN checks below) and excess
+ * precision (x87 arithmetic, FLT_EVAL_METHOD != 0: every intermediate
+ * rounded to a wider format) change the bits. FMA contraction and
+ * re-association leave no macro behind; the no-FMA objdump tests and
+ * tests/fma_contraction_check.sh catch those (docs/arithmetic.md §1.2). */
+#if defined(__FAST_MATH__)
+#error "lockstep core: fast-math changes the bits (docs/arithmetic.md 1.3)"
+#endif
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__ != 0
+#error "lockstep core: finite-math-only removes NaN checks (arithmetic.md 1.3)"
+#endif
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "lockstep core: needs FLT_EVAL_METHOD == 0 (no excess precision, 1.1)"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Spec §3.1: e^x in binary64. Finite x required; returns +inf above the
- * overflow threshold and +0 below the underflow threshold. */
+/* Spec §3.1: e^x in binary64; +inf above the overflow threshold (and for
+ * +inf), +0 below the underflow threshold (and for -inf). Spec §3.4: a NaN
+ * argument is returned unchanged (every function here). */
 double ls_exp64(double x);
 /* Spec §3.2: tanh in binary64 from ls_exp64. */
 double ls_tanh64(double x);
