@@ -131,23 +131,31 @@ double run_team(int threads, Job job) {
 
 // Independent chains, 8 of multiplies and 8 of additions per round, all
 // in registers: the arithmetic a non-FMA kernel can issue per cycle.
-// Returns the flops done.
-#define LOCKSTEP_PEAK_BODY(V)                        \
-  constexpr int kW = int(sizeof(V) / sizeof(float)); \
-  V m[8], a[8];                                      \
-  for (int i = 0; i < 8; ++i) {                      \
-    m[i] = V{} + (1.0f + float(i) * 1e-3f);          \
-    a[i] = V{} + 0.5f * float(i);                    \
-  }                                                  \
-  const V c = V{} + 0.9999999f, d = V{} + 1e-9f;     \
-  for (long r = 0; r < rounds; ++r) {                \
-    for (int i = 0; i < 8; ++i) {                    \
-      m[i] = m[i] * c;                               \
-      a[i] = a[i] + d;                               \
-    }                                                \
-  }                                                  \
-  V s = V{};                                         \
-  for (int i = 0; i < 8; ++i) s = s + (m[i] + a[i]); \
+// Returns the flops done. The starting values and constants pass through
+// an empty asm that the compiler must assume changed them: with values it
+// could see, GCC proved seven of the eight addition chains constant
+// (0.5 * i + 1e-9 rounds back to 0.5 * i) and dropped them, so the loop
+// ran 8 multiplies and 1 addition while 16 were counted, and the "peak"
+// came out 16/9 too high (every ratio against it 9/16 too low).
+// tests/peak_kernel_check.sh counts the loop's instructions.
+#define LOCKSTEP_PEAK_BODY(V)                                       \
+  constexpr int kW = int(sizeof(V) / sizeof(float));                \
+  V m[8], a[8], c, d;                                               \
+  for (int i = 0; i < 8; ++i) {                                     \
+    m[i] = V{} + (1.0f + float(i) * 1e-3f);                         \
+    a[i] = V{} + 0.5f * float(i);                                   \
+  }                                                                 \
+  c = V{} + 0.9999999f;                                             \
+  d = V{} + 1e-3f;                                                  \
+  asm volatile("" : : "g"(m), "g"(a), "g"(&c), "g"(&d) : "memory"); \
+  for (long r = 0; r < rounds; ++r) {                               \
+    for (int i = 0; i < 8; ++i) {                                   \
+      m[i] = m[i] * c;                                              \
+      a[i] = a[i] + d;                                              \
+    }                                                               \
+  }                                                                 \
+  V s = V{};                                                        \
+  for (int i = 0; i < 8; ++i) s = s + (m[i] + a[i]);                \
   return double(rounds) * 16.0 * kW + double(s[0]) * 0.0;
 
 #if defined(__x86_64__)
