@@ -398,6 +398,17 @@ void wsum_chunk(const float* s, size_t sn, const float* values, size_t stride,
   for (int i = 0; i < NA; ++i) V::store(out + i * W, acc[i]);
 }
 
+// Registers a head's query takes in V::split64 form: V::kSplitRegs where
+// the traits say (AVX2: 8), else 4.
+template <class V>
+constexpr int split_regs() {
+  if constexpr (requires { V::kSplitRegs; }) {
+    return V::kSplitRegs;
+  } else {
+    return 4;
+  }
+}
+
 template <class V>
 void attend(const float* q, const float* keys, const float* values,
             size_t stride, int D, int heads, int n, float scale, float* s,
@@ -409,7 +420,7 @@ void attend(const float* q, const float* keys, const float* values,
   bool done = false;
   if constexpr (requires { V::dot64(nullptr, nullptr); }) {
     if (D == 64 && heads <= 32) {
-      reg qs[32][4];
+      reg qs[32][split_regs<V>()];
       for (int h = 0; h < heads; ++h) V::split64(q + 64 * h, qs[h]);
       for (int j = 0; j < n; ++j) {
         const float* kj = keys + size_t(j) * stride;

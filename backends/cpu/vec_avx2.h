@@ -89,6 +89,46 @@ struct VecAvx2 {
     const reg t = sub(set1(1.0f), div(set1(2.0f), add(e, set1(1.0f))));
     return mul(mul(set1(0.5f), x), add(set1(1.0f), blend(t, neg_(t), neg)));
   }
+
+  // §2.1 for K = 64 (every GPT-2 head), as VecAvx512::dot64 with 8 lanes:
+  // two registers of block sums, the first for blocks 0-7 and the second
+  // for blocks 8-15. A 4x4 transpose inside each 128-bit half puts, in
+  // lane p, element i of block pi(p), pi = (0 2 4 6 1 3 5 7) (plus 8 in
+  // the second register), so each lane adds its block's four products in
+  // order from +0.0. The §2.1 tree in that lane order: s[b] + s[b+8] is
+  // the two registers lane by lane; + 4 pairs lanes (0,2) (1,3) (4,6)
+  // (5,7); + 2 pairs lanes (0,1) and (4,5); + 1 adds lane 4 to lane 0.
+  static constexpr int kSplitRegs = 8;
+  // split64: out[4h + i] lane p = v[4 * (8h + pi(p)) + i].
+  static void split64(const float* v, reg* out) {
+    for (int h = 0; h < 2; ++h) {
+      const float* w = v + 32 * h;
+      const reg r0 = load(w), r1 = load(w + 8), r2 = load(w + 16),
+                r3 = load(w + 24);
+      const reg t0 = _mm256_unpacklo_ps(r0, r1),
+                t1 = _mm256_unpackhi_ps(r0, r1);
+      const reg t2 = _mm256_unpacklo_ps(r2, r3),
+                t3 = _mm256_unpackhi_ps(r2, r3);
+      out[4 * h + 0] = _mm256_shuffle_ps(t0, t2, 0x44);
+      out[4 * h + 1] = _mm256_shuffle_ps(t0, t2, 0xEE);
+      out[4 * h + 2] = _mm256_shuffle_ps(t1, t3, 0x44);
+      out[4 * h + 3] = _mm256_shuffle_ps(t1, t3, 0xEE);
+    }
+  }
+  static float dot64(const reg* q_split, const float* k) {
+    reg kk[8];
+    split64(k, kk);
+    reg lo = zero(), hi = zero();
+    for (int i = 0; i < 4; ++i) {
+      lo = add(lo, mul(q_split[i], kk[i]));
+      hi = add(hi, mul(q_split[4 + i], kk[4 + i]));
+    }
+    const reg t = add(lo, hi);
+    const reg u = add(t, _mm256_permute_ps(t, 0x4E));
+    const reg w = add(u, _mm256_permute_ps(u, 0xB1));
+    return _mm_cvtss_f32(
+        _mm_add_ss(_mm256_castps256_ps128(w), _mm256_extractf128_ps(w, 1)));
+  }
 };
 
 }  // namespace
