@@ -1,12 +1,9 @@
 #include "formats/checkpoint.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 
+#include "formats/bounded_json.h"
 #include "lockstep/error.h"
 
 namespace lockstep {
@@ -41,7 +38,6 @@ void put_u64(std::vector<uint8_t>& out, uint64_t v) {
 
 std::vector<TensorInfo> parse_tensors(const std::string& path,
                                       const nlohmann::json& j) {
-  if (!j.is_array()) fail(path, "header field 'tensors' is not an array");
   std::vector<TensorInfo> out;
   for (const auto& t : j) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string() ||
@@ -53,11 +49,18 @@ std::vector<TensorInfo> parse_tensors(const std::string& path,
     }
     TensorInfo info;
     info.name = t["name"].get<std::string>();
+    uint64_t words = 1;
     for (const auto& d : t["shape"]) {
       if (!d.is_number_unsigned() || d.get<uint64_t>() > (1ull << 40)) {
         fail(path, "tensor '" + info.name + "' has a bad dimension");
       }
       info.shape.push_back(d.get<int64_t>());
+      // Checked where the product is formed: [2^40, 2^40, 2^40] must not
+      // wrap to 0 words.
+      if (__builtin_mul_overflow(words, d.get<uint64_t>(), &words)) {
+        fail(path, "tensor '" + info.name + "' has a shape whose product " +
+                       "of dimensions overflows 64 bits");
+      }
     }
     info.offset = t["offset"].get<uint64_t>();
     out.push_back(std::move(info));
@@ -65,95 +68,153 @@ std::vector<TensorInfo> parse_tensors(const std::string& path,
   return out;
 }
 
-}  // namespace
+// The fixed part's lengths, checked against the size of the file.
+struct Fixed {
+  uint32_t version = 0;
+  uint64_t h = 0, p = 0;
+};
 
-uint64_t TensorInfo::words() const {
-  uint64_t n = 1;
-  for (int64_t d : shape) n *= uint64_t(d);
-  return n;
-}
-
-Checkpoint read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open for reading");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (bytes.size() < kCheckpointFixedBytes) {
-    fail(path, "file is " + std::to_string(bytes.size()) +
+Fixed parse_fixed(const uint8_t* fixed, uint64_t size,
+                  const std::string& path) {
+  if (size < kCheckpointFixedBytes) {
+    fail(path, "file is " + std::to_string(size) +
                    " bytes, shorter than the 56-byte fixed header "
                    "(truncated or not a lockstep checkpoint)");
   }
-  if (std::memcmp(bytes.data(), kCheckpointMagic, 8) != 0) {
+  if (std::memcmp(fixed, kCheckpointMagic, 8) != 0) {
     fail(path,
          "bad magic at offset 0 (expected 'LOCKSTEP'): not a lockstep "
          "checkpoint");
   }
-  const uint32_t version = get_u32(&bytes[8]);
-  if (version != kCheckpointVersion && version != kCheckpointVersionLayout) {
-    fail(path, "format version " + std::to_string(version) +
+  Fixed f;
+  f.version = get_u32(fixed + 8);
+  if (f.version != kCheckpointVersion &&
+      f.version != kCheckpointVersionLayout) {
+    fail(path, "format version " + std::to_string(f.version) +
                    " is not supported (this build reads versions 1 and 2)");
   }
-  const uint64_t h = get_u32(&bytes[12]);
-  const uint64_t p = get_u64(&bytes[16]);
-  if (h > bytes.size() || p > bytes.size() ||
-      kCheckpointFixedBytes + h + p != bytes.size()) {
-    fail(path, "header length " + std::to_string(h) + " + payload length " +
-                   std::to_string(p) + " + 56 != file size " +
-                   std::to_string(bytes.size()) + " (truncated or corrupt)");
+  f.h = get_u32(fixed + 12);
+  f.p = get_u64(fixed + 16);
+  if (f.h > size || f.p > size || kCheckpointFixedBytes + f.h + f.p != size) {
+    fail(path, "header length " + std::to_string(f.h) + " + payload length " +
+                   std::to_string(f.p) + " + 56 != file size " +
+                   std::to_string(size) + " (truncated or corrupt)");
   }
-  if ((kCheckpointFixedBytes + h) % 64 != 0) {
-    fail(path, "payload offset " + std::to_string(kCheckpointFixedBytes + h) +
+  if ((kCheckpointFixedBytes + f.h) % 64 != 0) {
+    fail(path, "payload offset " + std::to_string(kCheckpointFixedBytes + f.h) +
                    " is not a multiple of 64 (header padding is wrong)");
   }
-  Checkpoint c;
-  std::memcpy(c.payload_sha256.data(), &bytes[24], 32);
-  nlohmann::json header;
+  return f;
+}
+
+// The JSON header of h bytes at text, and the fields every checkpoint has.
+void parse_header(CheckpointContainer& c, const uint8_t* text, uint64_t h,
+                  const std::string& path) {
   try {
-    header = nlohmann::json::parse(bytes.begin() + kCheckpointFixedBytes,
-                                   bytes.begin() + kCheckpointFixedBytes + h);
+    c.header = parse_bounded_json(text, text + h);
+  } catch (const JsonTooDeep&) {
+    fail(path, "header at offset 56 is " + json_too_deep_text());
   } catch (const nlohmann::json::exception& e) {
     fail(path,
          std::string("header at offset 56 is not valid JSON: ") + e.what());
   }
+  const nlohmann::json& j = c.header;
   for (const char* key : {"model", "dtype", "config", "tensors", "words"}) {
-    if (!header.is_object() || !header.contains(key)) {
+    if (!j.is_object() || !j.contains(key)) {
       fail(path, std::string("header lacks the field '") + key + "'");
     }
   }
-  if (!header["model"].is_string() || !header["dtype"].is_string() ||
-      !header["config"].is_object() || !header["words"].is_number_unsigned()) {
+  if (!j["model"].is_string() || !j["dtype"].is_string() ||
+      !j["config"].is_object() || !j["tensors"].is_array() ||
+      !j["words"].is_number_unsigned()) {
     fail(path, "header fields have the wrong types");
   }
+  // Version 2 (a weight layout) is GPT-2's; version 1 is the plain order
+  // and must not carry the fields a version-1 reader would ignore.
+  if (c.version == kCheckpointVersion) {
+    if (j.contains("layout") || j.contains("plain_sha256")) {
+      fail(path,
+           "format version 1 is the plain layout, but the header has a "
+           "'layout' or 'plain_sha256' field (those need version 2)");
+    }
+    return;
+  }
+  if (j["model"] != "gpt2") {
+    fail(path,
+         "format version 2 (a weight layout) is for GPT-2 files, not "
+         "model '" +
+             j["model"].get<std::string>() + "'");
+  }
+  if (!j.contains("layout") || !j["layout"].is_string()) {
+    fail(path,
+         "format version 2 needs a string field 'layout' (plain, panel64)");
+  }
+  if (!j.contains("plain_sha256") || !j["plain_sha256"].is_string()) {
+    fail(path,
+         "format version 2 needs 'plain_sha256', 64 lowercase hex digits");
+  }
+  c.layout = j["layout"].get<std::string>();
+  c.plain_sha256 = j["plain_sha256"].get<std::string>();
+}
+
+}  // namespace
+
+uint64_t TensorInfo::words() const {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, uint64_t(d), &n)) {
+      throw Error("tensor '" + name + "': its shape's size overflows 64 bits");
+    }
+  }
+  return n;
+}
+
+CheckpointContainer parse_checkpoint_container(std::span<const uint8_t> file,
+                                               const std::string& path) {
+  const Fixed f = parse_fixed(file.data(), file.size(), path);
+  CheckpointContainer c;
+  c.version = f.version;
+  c.header_bytes = f.h;
+  c.payload_offset = kCheckpointFixedBytes + f.h;
+  c.payload_bytes = f.p;
+  std::memcpy(c.payload_sha256.data(), file.data() + 24, 32);
+  parse_header(c, file.data() + kCheckpointFixedBytes, f.h, path);
+  return c;
+}
+
+void check_payload_digest(const CheckpointContainer& c,
+                          std::span<const uint8_t> file,
+                          const std::string& path) {
+  const Sha256 actual =
+      sha256(file.data() + c.payload_offset, size_t(c.payload_bytes));
+  if (actual != c.payload_sha256) {
+    fail(path, "payload SHA-256 is " + to_hex(actual) +
+                   " but the header records " + to_hex(c.payload_sha256) +
+                   " (the weights are corrupt)");
+  }
+}
+
+Checkpoint parse_checkpoint(std::span<const uint8_t> bytes,
+                            const std::string& path) {
+  CheckpointContainer k = parse_checkpoint_container(bytes, path);
+  nlohmann::json& header = k.header;
+  Checkpoint c;
+  c.payload_sha256 = k.payload_sha256;
   c.model = header["model"];
   c.dtype = header["dtype"];
-  if (version == kCheckpointVersionLayout) {
-    if (c.model != "gpt2") {
-      fail(path,
-           "format version 2 (a weight layout) is for GPT-2 files, not "
-           "model '" +
-               c.model + "'");
-    }
-    if (!header.contains("layout") || !header["layout"].is_string() ||
-        !header.contains("plain_sha256") ||
-        !header["plain_sha256"].is_string()) {
-      fail(path,
-           "format version 2 needs the string fields 'layout' and "
-           "'plain_sha256'");
-    }
-    c.layout = header["layout"];
-    c.plain_sha256 = header["plain_sha256"];
-  } else if (header.contains("layout")) {
-    fail(path, "a 'layout' field needs format version 2, the file says 1");
-  }
-  c.config = header["config"];
+  c.layout = k.layout;
+  c.plain_sha256 = k.plain_sha256;
+  c.config = std::move(header["config"]);
   c.meta = header.value("meta", nlohmann::json::object());
   c.words = header["words"];
   const size_t wb = dtype_bytes(c.dtype);
   if (wb == 0) fail(path, "unknown dtype '" + c.dtype + "'");
-  if (c.words * wb != p) {
+  uint64_t need = 0;
+  if (__builtin_mul_overflow(c.words, uint64_t(wb), &need) ||
+      need != k.payload_bytes) {
     fail(path, "header says " + std::to_string(c.words) + " words of " +
-                   c.dtype + " but the payload is " + std::to_string(p) +
-                   " bytes");
+                   c.dtype + " but the payload is " +
+                   std::to_string(k.payload_bytes) + " bytes");
   }
   c.tensors = parse_tensors(path, header["tensors"]);
   uint64_t next = 0;
@@ -163,7 +224,10 @@ Checkpoint read_checkpoint(const std::string& path) {
                      std::to_string(t.offset) + ", expected " +
                      std::to_string(next) + " (tensors must be contiguous)");
     }
-    next += t.words();
+    // parse_tensors checked the product; the running sum can still wrap.
+    if (__builtin_add_overflow(next, t.words(), &next)) {
+      fail(path, "tensors cover more than 2^64 words");
+    }
   }
   if (next != c.words) {
     fail(path, "tensors cover " + std::to_string(next) +
@@ -171,45 +235,37 @@ Checkpoint read_checkpoint(const std::string& path) {
                    "says " +
                    std::to_string(c.words));
   }
-  const uint8_t* payload = bytes.data() + kCheckpointFixedBytes + h;
-  const Sha256 actual = sha256(payload, p);
-  if (actual != c.payload_sha256) {
-    fail(path, "payload SHA-256 is " + to_hex(actual) +
-                   " but the header "
-                   "records " +
-                   to_hex(c.payload_sha256) + " (the weights are corrupt)");
-  }
-  c.payload.assign(payload, payload + p);
+  check_payload_digest(k, bytes, path);
+  const uint8_t* payload = bytes.data() + k.payload_offset;
+  c.payload.assign(payload, payload + k.payload_bytes);
   c.file_sha256 = to_hex(sha256(bytes.data(), bytes.size()));
   return c;
 }
 
-std::string checkpoint_model_kind(const std::string& path) {
+Checkpoint read_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open for reading");
-  uint8_t fixed[kCheckpointFixedBytes];
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  return parse_checkpoint(bytes, path);
+}
+
+std::string checkpoint_model_kind(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail(path, "cannot open for reading");
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(path, "cannot tell its size");
+  in.seekg(0);
+  uint8_t fixed[kCheckpointFixedBytes] = {};
   in.read(reinterpret_cast<char*>(fixed), sizeof fixed);
-  if (in.gcount() != std::streamsize(sizeof fixed)) {
-    fail(path,
-         "shorter than the 56-byte fixed header (truncated or not a "
-         "lockstep checkpoint)");
-  }
-  if (std::memcmp(fixed, kCheckpointMagic, 8) != 0) {
-    fail(path,
-         "bad magic at offset 0 (expected 'LOCKSTEP'): not a lockstep "
-         "checkpoint");
-  }
-  const uint32_t h = get_u32(&fixed[12]);
-  if (h > (64u << 20)) fail(path, "header length is implausible (corrupt)");
-  std::string text(h, '\0');
-  in.read(text.data(), std::streamsize(h));
-  if (in.gcount() != std::streamsize(h)) fail(path, "header is truncated");
-  nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
-  if (!header.is_object() || !header.contains("model") ||
-      !header["model"].is_string()) {
-    fail(path, "header is not JSON with a string 'model' field");
-  }
-  return header["model"].get<std::string>();
+  const Fixed f = parse_fixed(fixed, uint64_t(size), path);
+  std::vector<uint8_t> text(f.h);
+  in.read(reinterpret_cast<char*>(text.data()), std::streamsize(f.h));
+  if (in.gcount() != std::streamsize(f.h)) fail(path, "header is truncated");
+  CheckpointContainer c;
+  c.version = f.version;
+  parse_header(c, text.data(), f.h, path);
+  return c.header["model"].get<std::string>();
 }
 
 std::vector<uint8_t> encode_checkpoint(const Checkpoint& c) {
@@ -237,30 +293,6 @@ std::vector<uint8_t> encode_checkpoint(const Checkpoint& c) {
   out.insert(out.end(), text.begin(), text.end());
   out.insert(out.end(), c.payload.begin(), c.payload.end());
   return out;
-}
-
-void write_file_atomic(const std::string& path,
-                       const std::vector<uint8_t>& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot open '" + tmp + "' for writing");
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw Error("writing '" + tmp + "' failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw Error("cannot rename '" + tmp + "' to '" + path +
-                "': " + ec.message());
-  }
 }
 
 }  // namespace lockstep

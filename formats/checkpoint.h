@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "formats/atomic_file.h"
 #include "formats/sha256.h"
 
 namespace lockstep {
@@ -16,6 +18,8 @@ struct TensorInfo {
   std::string name;
   std::vector<int64_t> shape;
   uint64_t offset = 0;  // in words from the payload's start
+  // The product of the dimensions; throws lockstep::Error when it does not
+  // fit in 64 bits (the readers refuse such shapes where they read them).
   uint64_t words() const;
 };
 
@@ -44,21 +48,53 @@ inline constexpr uint32_t kCheckpointVersion = 1;
 inline constexpr uint32_t kCheckpointVersionLayout = 2;
 inline constexpr size_t kCheckpointFixedBytes = 56;
 
-// Reads and validates a checkpoint; every failure throws lockstep::Error
-// naming the path and the problem (docs/checkpoint-format.md "Checks").
+// The container as read from its bytes, before any model's rules: the
+// fixed part checked (magic, version, lengths against the size, 64-byte
+// payload alignment), the header parsed (nesting bounded, bounded_json.h)
+// with "model", "dtype", "config", "tensors" and "words" of the right JSON
+// types, and the version's rules (version 2: "model" is "gpt2" and
+// "layout", "plain_sha256" are strings; version 1 has neither). The
+// payload's digest is not checked here (check_payload_digest).
+struct CheckpointContainer {
+  uint32_t version = 0;
+  uint64_t header_bytes = 0;    // the JSON text, padding included
+  uint64_t payload_offset = 0;  // 56 + header_bytes, a multiple of 64
+  uint64_t payload_bytes = 0;
+  Sha256 payload_sha256{};  // as recorded at offset 24
+  nlohmann::json header;
+  std::string layout;        // version 2's "layout", else empty
+  std::string plain_sha256;  // version 2's "plain_sha256", else empty
+};
+
+// Every failure throws lockstep::Error "checkpoint '<name>': <problem>"
+// (docs/checkpoint-format.md "Checks"). The one container parser: the
+// tiny models' read_checkpoint and the packed GPT-2 reader both use it.
+CheckpointContainer parse_checkpoint_container(std::span<const uint8_t> file,
+                                               const std::string& name);
+
+// Throws unless the payload's SHA-256 is the one the container records.
+void check_payload_digest(const CheckpointContainer& c,
+                          std::span<const uint8_t> file,
+                          const std::string& name);
+
+// Reads and validates a whole checkpoint held in memory (any model): the
+// container, the dtype, "words" against the payload, the tensor table
+// (contiguous, covering the payload, no product of a shape overflowing) and
+// the payload digest. Throws lockstep::Error naming `name` and the problem.
+Checkpoint parse_checkpoint(std::span<const uint8_t> file,
+                            const std::string& name);
+
+// read_checkpoint: the file at `path` through parse_checkpoint.
 Checkpoint read_checkpoint(const std::string& path);
 
 // The "model" field of a checkpoint's header ("tiny", "gpt2"), reading only
-// the fixed part and the JSON header (not the payload). Throws
-// lockstep::Error for anything that is not a lockstep checkpoint.
+// the fixed part and the JSON header (not the payload), checked as
+// parse_checkpoint_container checks them. Throws lockstep::Error for
+// anything that is not a lockstep checkpoint.
 std::string checkpoint_model_kind(const std::string& path);
 
 // Serialises a checkpoint (payload_sha256 and file_sha256 are computed).
 std::vector<uint8_t> encode_checkpoint(const Checkpoint& ckpt);
-
-// Writes atomically: PATH.tmp.<pid>, flushed, then renamed over PATH.
-void write_file_atomic(const std::string& path,
-                       const std::vector<uint8_t>& bytes);
 
 }  // namespace lockstep
 

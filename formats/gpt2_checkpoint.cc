@@ -15,6 +15,7 @@
 #include <fstream>
 #include <set>
 
+#include "formats/bounded_json.h"
 #include "formats/safetensors.h"
 #include "formats/sha256.h"
 #include "lockstep/error.h"
@@ -168,15 +169,16 @@ struct HfConfig {
   bool tied = true;  // tie_word_embeddings
 };
 
-HfConfig parse_hf_config(const std::string& path) {
+HfConfig parse_hf_config_bytes(std::span<const uint8_t> text,
+                               const std::string& path) {
   auto fail = [&path](const std::string& what) {
     throw Error("config '" + path + "': " + what);
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open for reading");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = parse_bounded_json(text.begin(), text.end());
+  } catch (const JsonTooDeep&) {
+    fail(json_too_deep_text());
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("not valid JSON: ") + e.what());
   }
@@ -249,6 +251,14 @@ HfConfig parse_hf_config(const std::string& path) {
          "see ls_gpt2_config_valid for the limits)");
   }
   return h;
+}
+
+HfConfig parse_hf_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("config '" + path + "': cannot open for reading");
+  const std::vector<uint8_t> text((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  return parse_hf_config_bytes(text, path);
 }
 
 // ------------------------------------------------------------ HF source
@@ -461,65 +471,13 @@ std::string packed_header(const ls_gpt2_config& c,
   return text;
 }
 
-class TmpFile {
- public:
-  explicit TmpFile(const std::string& out)
-      : out_(out), tmp_(out + ".tmp." + std::to_string(::getpid())) {
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) {
-      throw Error("cannot open '" + tmp_ +
-                  "' for writing: " + std::strerror(errno));
-    }
-  }
-  ~TmpFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!done_) ::unlink(tmp_.c_str());
-  }
-  void write(const void* p, size_t n) {
-    const uint8_t* b = static_cast<const uint8_t*>(p);
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, b, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) fail("writing");
-      b += w;
-      n -= size_t(w);
-    }
-  }
-  void pwrite(const void* p, size_t n, off_t at) {
-    if (::pwrite(fd_, p, n, at) != ssize_t(n)) fail("writing");
-  }
-  // Syncs, closes and renames over the output path.
-  void commit() {
-    if (::fdatasync(fd_) != 0) fail("syncing");
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail("closing");
-    std::error_code ec;
-    fs::rename(tmp_, out_, ec);
-    if (ec) {
-      throw Error("cannot rename '" + tmp_ + "' to '" + out_ +
-                  "': " + ec.message());
-    }
-    done_ = true;
-  }
-
- private:
-  [[noreturn]] void fail(const char* what) {
-    throw Error(std::string(what) + " '" + tmp_ +
-                "' failed: " + std::strerror(errno) + " (disk full?)");
-  }
-  std::string out_, tmp_;
-  int fd_ = -1;
-  bool done_ = false;
-};
-
-struct Sha256Stream {
-  Sha256Stream() : ctx(EVP_MD_CTX_new()) {
+struct EvpSha256 {
+  EvpSha256() : ctx(EVP_MD_CTX_new()) {
     if (ctx == nullptr || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
       throw Error("SHA-256 initialisation failed");
     }
   }
-  ~Sha256Stream() { EVP_MD_CTX_free(ctx); }
+  ~EvpSha256() { EVP_MD_CTX_free(ctx); }
   void update(const void* p, size_t n) {
     if (EVP_DigestUpdate(ctx, p, n) != 1) throw Error("SHA-256 failed");
   }
@@ -556,10 +514,10 @@ void write_packed_stream(const std::string& out, const ls_gpt2_config& c,
   put_u32(fixed + 12, uint32_t(text.size()));
   put_u64(fixed + 16, words * 4);  // the digest (24..56) is written last
 
-  TmpFile file(out);
+  AtomicFile file(out);
   file.write(fixed, sizeof fixed);
   file.write(text.data(), text.size());
-  Sha256Stream hash, plain_hash;
+  EvpSha256 hash, plain_hash;
   constexpr size_t kChunk = 1 << 20;  // words per write: 4 MiB
   std::vector<float> buf(kChunk);
   size_t pos = 0;
@@ -642,7 +600,7 @@ void write_packed_stream(const std::string& out, const ls_gpt2_config& c,
   file.pwrite(digest.data(), digest.size(), 24);
   if (layout != LS_GPT2_LAYOUT_PLAIN) {
     file.pwrite(plain_hex.data(), plain_hex.size(),
-                off_t(kCheckpointFixedBytes + plain_at));
+                kCheckpointFixedBytes + plain_at);
   }
   file.commit();
 }
@@ -650,201 +608,19 @@ void write_packed_stream(const std::string& out, const ls_gpt2_config& c,
 // ------------------------------------------------------------ packed reader
 
 Gpt2Weights read_packed(std::unique_ptr<MappedFile> map, bool verify) {
-  const std::string& path = map->path();
-  auto fail = [&path](const std::string& what) {
-    throw Error("checkpoint '" + path + "': " + what);
-  };
-  const uint8_t* bytes = map->data();
-  const uint64_t size = map->size();
-  if (size < kCheckpointFixedBytes) {
-    fail("file is " + std::to_string(size) +
-         " bytes, shorter than the 56-byte fixed header (truncated or not a "
-         "lockstep checkpoint)");
-  }
-  if (std::memcmp(bytes, kCheckpointMagic, 8) != 0) {
-    fail(
-        "bad magic at offset 0 (expected 'LOCKSTEP'): not a lockstep "
-        "checkpoint");
-  }
-  auto u32 = [&](size_t at) {
-    return uint32_t(bytes[at]) | uint32_t(bytes[at + 1]) << 8 |
-           uint32_t(bytes[at + 2]) << 16 | uint32_t(bytes[at + 3]) << 24;
-  };
-  const uint32_t version = u32(8);
-  if (version != kCheckpointVersion && version != kCheckpointVersionLayout) {
-    fail("format version " + std::to_string(version) +
-         " is not supported (this build reads versions 1 and 2)");
-  }
-  const uint64_t h = u32(12);
-  const uint64_t p = uint64_t(u32(16)) | uint64_t(u32(20)) << 32;
-  if (h > size || p > size || kCheckpointFixedBytes + h + p != size) {
-    fail("header length " + std::to_string(h) + " + payload length " +
-         std::to_string(p) + " + 56 != file size " + std::to_string(size) +
-         " (truncated or corrupt)");
-  }
-  if ((kCheckpointFixedBytes + h) % 64 != 0) {
-    fail("payload offset " + std::to_string(kCheckpointFixedBytes + h) +
-         " is not a multiple of 64 (header padding is wrong)");
-  }
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes + kCheckpointFixedBytes,
-                                   bytes + kCheckpointFixedBytes + h);
-  } catch (const nlohmann::json::exception& e) {
-    fail(std::string("header at offset 56 is not valid JSON: ") + e.what());
-  }
-  for (const char* key : {"model", "dtype", "config", "tensors", "words"}) {
-    if (!header.is_object() || !header.contains(key)) {
-      fail(std::string("header lacks the field '") + key + "'");
-    }
-  }
-  if (!header["model"].is_string() || !header["dtype"].is_string() ||
-      !header["config"].is_object() || !header["tensors"].is_array() ||
-      !header["words"].is_number_unsigned()) {
-    fail("header fields have the wrong types");
-  }
-  if (header["model"] != "gpt2") {
-    fail("model is " + header["model"].dump() + ", not \"gpt2\"");
-  }
-  if (header["dtype"] != "f32") {
-    fail("dtype is " + header["dtype"].dump() +
-         ", not \"f32\" (GPT-2 weights are binary32)");
-  }
-  // The weight layout: version 1 is plain and has no "layout"; version 2
-  // names its layout and the plain layout's digest.
-  ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
-  std::string plain_hex;
-  if (version == kCheckpointVersion) {
-    if (header.contains("layout") || header.contains("plain_sha256")) {
-      fail(
-          "format version 1 is the plain layout, but the header has a "
-          "'layout' or 'plain_sha256' field (those need version 2)");
-    }
-  } else {
-    if (!header.contains("layout") || !header["layout"].is_string()) {
-      fail("format version 2 needs a string field 'layout' (plain, panel64)");
-    }
-    const std::string name = header["layout"].get<std::string>();
-    if (name == "plain") {
-      layout = LS_GPT2_LAYOUT_PLAIN;
-    } else if (name == "panel64") {
-      layout = LS_GPT2_LAYOUT_PANEL64;
-    } else {
-      fail("unknown weight layout '" + name +
-           "' (this build reads plain and panel64; a newer lockstep may "
-           "have written it)");
-    }
-    const nlohmann::json& ps = header.value("plain_sha256", nlohmann::json());
-    bool hex = ps.is_string() && ps.get<std::string>().size() == 64;
-    if (hex) {
-      plain_hex = ps.get<std::string>();
-      for (char ch : plain_hex) {
-        hex = hex && ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'));
-      }
-    }
-    if (!hex) {
-      fail("format version 2 needs 'plain_sha256', 64 lowercase hex digits");
-    }
-  }
-  const nlohmann::json& cj = header["config"];
-  ls_gpt2_config c{};
-  const std::pair<const char*, int32_t*> keys[] = {{"n_vocab", &c.n_vocab},
-                                                   {"n_ctx", &c.n_ctx},
-                                                   {"n_embd", &c.n_embd},
-                                                   {"n_head", &c.n_head},
-                                                   {"n_layer", &c.n_layer}};
-  if (cj.size() != 5) {
-    fail("config " + cj.dump() +
-         " must have exactly the keys n_vocab, n_ctx, n_embd, n_head, "
-         "n_layer");
-  }
-  for (const auto& [key, dst] : keys) {
-    if (!cj.contains(key) || !cj[key].is_number_unsigned() ||
-        cj[key].get<uint64_t>() > INT32_MAX) {
-      fail(std::string("config lacks a non-negative integer '") + key + "'");
-    }
-    *dst = int32_t(cj[key].get<uint64_t>());
-  }
-  if (!ls_gpt2_config_valid(&c)) {
-    fail("config (" + config_text(c) + ") is not a usable GPT-2");
-  }
-  const uint64_t words = ls_gpt2_param_count(&c);
-  if (header["words"].get<uint64_t>() != words) {
-    fail("header says " + header["words"].dump() + " words but " +
-         config_text(c) + " has " + std::to_string(words));
-  }
-  if (p != words * 4) {
-    fail("payload is " + std::to_string(p) + " bytes, expected " +
-         std::to_string(words * 4) + " (" + std::to_string(words) +
-         " binary32 words)");
-  }
-  const std::vector<TensorInfo> table = gpt2_tensor_table(c);
-  const nlohmann::json& tj = header["tensors"];
-  if (tj.size() != table.size()) {
-    fail("tensor table has " + std::to_string(tj.size()) + " entries, " +
-         config_text(c) + " has " + std::to_string(table.size()));
-  }
-  for (size_t i = 0; i < table.size(); ++i) {
-    const nlohmann::json& t = tj[i];
-    const TensorInfo& want = table[i];
-    bool ok = t.is_object() && t.contains("name") && t["name"].is_string() &&
-              t["name"] == want.name && t.contains("shape") &&
-              t["shape"].is_array() && t.contains("offset") &&
-              t["offset"].is_number_unsigned() &&
-              t["offset"].get<uint64_t>() == want.offset &&
-              t["shape"].size() == want.shape.size();
-    for (size_t d = 0; ok && d < want.shape.size(); ++d) {
-      ok = t["shape"][d].is_number_unsigned() &&
-           t["shape"][d].get<uint64_t>() == uint64_t(want.shape[d]);
-    }
-    if (!ok) {
-      fail("tensor table entry " + std::to_string(i) + " is " + t.dump() +
-           ", expected '" + want.name + "' " + shape_text(want.shape) +
-           " at word " + std::to_string(want.offset) +
-           " (docs/gpt2-format.md)");
-    }
-  }
-  const size_t payload_offset = kCheckpointFixedBytes + h;
-  const uint8_t* payload = bytes + payload_offset;
-  Sha256 stored{};
-  std::memcpy(stored.data(), bytes + 24, 32);
-  if (verify) {
-    const Sha256 actual = sha256(payload, p);
-    if (actual != stored) {
-      fail("payload SHA-256 is " + to_hex(actual) + " but the header records " +
-           to_hex(stored) + " (the weights are corrupt)");
-    }
-  }
-  if (layout == LS_GPT2_LAYOUT_PLAIN && !plain_hex.empty() &&
-      plain_hex != to_hex(stored)) {
-    fail("plain_sha256 " + plain_hex + " differs from the payload's " +
-         to_hex(stored) + " in a plain-layout file");
-  }
-  // Finiteness does not depend on the order of the words.
-  const float* w = reinterpret_cast<const float*>(payload);
-  if (!ls_gpt2_weights_finite(w, words)) {
-    const size_t bad = first_non_finite(w, words);
-    size_t t = table.size() - 1;
-    while (table[t].offset > bad) --t;
-    const uint64_t at = bad - table[t].offset;
-    std::string where = "element " + std::to_string(at);
-    if (layout == LS_GPT2_LAYOUT_PANEL64 && panel_shape(c, table[t]).permuted) {
-      where = "stored word " + std::to_string(at) + ", plain element " +
-              std::to_string(gpt2_panel64_plain_index(c, table[t], at));
-    }
-    fail("weight " + std::to_string(bad) + " (tensor '" + table[t].name + "' " +
-         where + ") is " + float_text(w[bad]) +
-         " (non-finite weights are rejected)");
-  }
+  const std::string path = map->path();
+  Gpt2PackedView v =
+      parse_gpt2_packed({map->data(), map->size()}, path, verify);
   Gpt2Weights out;
-  out.config = c;
+  out.config = v.config;
   out.source = path;
   out.format = "packed";
-  out.payload_sha256 = to_hex(stored);
-  out.plain_sha256 = plain_hex.empty() ? out.payload_sha256 : plain_hex;
-  out.layout = layout;
-  out.meta = header.value("meta", nlohmann::json::object());
-  Gpt2WeightsBuilder::set_mapped(out, std::move(map), payload_offset, words);
+  out.payload_sha256 = std::move(v.payload_sha256);
+  out.plain_sha256 = std::move(v.plain_sha256);
+  out.layout = v.layout;
+  out.meta = std::move(v.meta);
+  Gpt2WeightsBuilder::set_mapped(out, std::move(map), v.payload_offset,
+                                 v.words);
   return out;
 }
 
@@ -948,6 +724,148 @@ ls_gpt2_config read_hf_gpt2_config(const std::string& config_json_path) {
   return parse_hf_config(config_json_path).c;
 }
 
+ls_gpt2_config parse_hf_gpt2_config(std::span<const uint8_t> config_json,
+                                    const std::string& name) {
+  return parse_hf_config_bytes(config_json, name).c;
+}
+
+Gpt2PackedView parse_gpt2_packed(std::span<const uint8_t> file,
+                                 const std::string& path, bool verify) {
+  auto fail = [&path](const std::string& what) {
+    throw Error("checkpoint '" + path + "': " + what);
+  };
+  if (reinterpret_cast<uintptr_t>(file.data()) % alignof(float) != 0) {
+    throw Error("checkpoint '" + path +
+                "': internal: the bytes are not aligned for binary32 reads");
+  }
+  const CheckpointContainer k = parse_checkpoint_container(file, path);
+  const nlohmann::json& header = k.header;
+  const uint64_t p = k.payload_bytes;
+  if (header["model"] != "gpt2") {
+    fail("model is " + header["model"].dump() + ", not \"gpt2\"");
+  }
+  if (header["dtype"] != "f32") {
+    fail("dtype is " + header["dtype"].dump() +
+         ", not \"f32\" (GPT-2 weights are binary32)");
+  }
+  // The weight layout (the container checked version 1 has none and
+  // version 2 names one, with a string plain_sha256).
+  ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
+  std::string plain_hex;
+  if (k.version == kCheckpointVersionLayout) {
+    const std::string& name = k.layout;
+    if (name == "plain") {
+      layout = LS_GPT2_LAYOUT_PLAIN;
+    } else if (name == "panel64") {
+      layout = LS_GPT2_LAYOUT_PANEL64;
+    } else {
+      fail("unknown weight layout '" + name +
+           "' (this build reads plain and panel64; a newer lockstep may "
+           "have written it)");
+    }
+    bool hex = k.plain_sha256.size() == 64;
+    for (char ch : k.plain_sha256) {
+      hex = hex && ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'));
+    }
+    if (!hex) {
+      fail("format version 2 needs 'plain_sha256', 64 lowercase hex digits");
+    }
+    plain_hex = k.plain_sha256;
+  }
+  const nlohmann::json& cj = header["config"];
+  ls_gpt2_config c{};
+  const std::pair<const char*, int32_t*> keys[] = {{"n_vocab", &c.n_vocab},
+                                                   {"n_ctx", &c.n_ctx},
+                                                   {"n_embd", &c.n_embd},
+                                                   {"n_head", &c.n_head},
+                                                   {"n_layer", &c.n_layer}};
+  if (cj.size() != 5) {
+    fail("config " + cj.dump() +
+         " must have exactly the keys n_vocab, n_ctx, n_embd, n_head, "
+         "n_layer");
+  }
+  for (const auto& [key, dst] : keys) {
+    if (!cj.contains(key) || !cj[key].is_number_unsigned() ||
+        cj[key].get<uint64_t>() > INT32_MAX) {
+      fail(std::string("config lacks a non-negative integer '") + key + "'");
+    }
+    *dst = int32_t(cj[key].get<uint64_t>());
+  }
+  if (!ls_gpt2_config_valid(&c)) {
+    fail("config (" + config_text(c) + ") is not a usable GPT-2");
+  }
+  const uint64_t words = ls_gpt2_param_count(&c);
+  if (header["words"].get<uint64_t>() != words) {
+    fail("header says " + header["words"].dump() + " words but " +
+         config_text(c) + " has " + std::to_string(words));
+  }
+  if (p != words * 4) {
+    fail("payload is " + std::to_string(p) + " bytes, expected " +
+         std::to_string(words * 4) + " (" + std::to_string(words) +
+         " binary32 words)");
+  }
+  const std::vector<TensorInfo> table = gpt2_tensor_table(c);
+  const nlohmann::json& tj = header["tensors"];
+  if (tj.size() != table.size()) {
+    fail("tensor table has " + std::to_string(tj.size()) + " entries, " +
+         config_text(c) + " has " + std::to_string(table.size()));
+  }
+  for (size_t i = 0; i < table.size(); ++i) {
+    const nlohmann::json& t = tj[i];
+    const TensorInfo& want = table[i];
+    bool ok = t.is_object() && t.contains("name") && t["name"].is_string() &&
+              t["name"] == want.name && t.contains("shape") &&
+              t["shape"].is_array() && t.contains("offset") &&
+              t["offset"].is_number_unsigned() &&
+              t["offset"].get<uint64_t>() == want.offset &&
+              t["shape"].size() == want.shape.size();
+    for (size_t d = 0; ok && d < want.shape.size(); ++d) {
+      ok = t["shape"][d].is_number_unsigned() &&
+           t["shape"][d].get<uint64_t>() == uint64_t(want.shape[d]);
+    }
+    if (!ok) {
+      fail("tensor table entry " + std::to_string(i) + " is " + t.dump() +
+           ", expected '" + want.name + "' " + shape_text(want.shape) +
+           " at word " + std::to_string(want.offset) +
+           " (docs/gpt2-format.md)");
+    }
+  }
+  const size_t payload_offset = size_t(k.payload_offset);
+  const uint8_t* payload = file.data() + payload_offset;
+  const Sha256& stored = k.payload_sha256;
+  if (verify) check_payload_digest(k, file, path);
+  if (layout == LS_GPT2_LAYOUT_PLAIN && !plain_hex.empty() &&
+      plain_hex != to_hex(stored)) {
+    fail("plain_sha256 " + plain_hex + " differs from the payload's " +
+         to_hex(stored) + " in a plain-layout file");
+  }
+  // Finiteness does not depend on the order of the words.
+  const float* w = reinterpret_cast<const float*>(payload);
+  if (!ls_gpt2_weights_finite(w, words)) {
+    const size_t bad = first_non_finite(w, words);
+    size_t t = table.size() - 1;
+    while (table[t].offset > bad) --t;
+    const uint64_t at = bad - table[t].offset;
+    std::string where = "element " + std::to_string(at);
+    if (layout == LS_GPT2_LAYOUT_PANEL64 && panel_shape(c, table[t]).permuted) {
+      where = "stored word " + std::to_string(at) + ", plain element " +
+              std::to_string(gpt2_panel64_plain_index(c, table[t], at));
+    }
+    fail("weight " + std::to_string(bad) + " (tensor '" + table[t].name + "' " +
+         where + ") is " + float_text(w[bad]) +
+         " (non-finite weights are rejected)");
+  }
+  Gpt2PackedView v;
+  v.config = c;
+  v.layout = layout;
+  v.payload_offset = payload_offset;
+  v.words = words;
+  v.payload_sha256 = to_hex(stored);
+  v.plain_sha256 = plain_hex.empty() ? v.payload_sha256 : plain_hex;
+  v.meta = header.value("meta", nlohmann::json::object());
+  return v;
+}
+
 Gpt2Weights load_gpt2(const std::string& path, bool verify_digest) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return load_hf(path);
@@ -1001,7 +919,7 @@ std::string gpt2_plain_sha256(const Gpt2Weights& w) {
   if (w.layout == LS_GPT2_LAYOUT_PLAIN) {
     return to_hex(sha256(w.data(), w.words() * 4));
   }
-  Sha256Stream hash;
+  EvpSha256 hash;
   std::vector<float> buf(1 << 20);
   for (const TensorInfo& t : gpt2_tensor_table(w.config)) {
     const PanelShape ps = panel_shape(w.config, t);

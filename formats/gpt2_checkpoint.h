@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,15 @@ struct Gpt2Weights {
   nlohmann::json meta;  // the packed file's "meta" (HF: provenance)
   // The order of the words at data() (core/ls_gpt2_layout.h).
   ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
+  // "f32", or "int8" for a grouped int8 file (formats/gpt2_q8.h,
+  // docs/int8.md, loaded by load_gpt2_q8): its payload is q8_data() /
+  // q8_bytes() in the mapping, and data() is null and words() 0, so no
+  // binary32 consumer can take its bytes for floats.
+  std::string quant = "f32";
+  const uint8_t* q8_data() const {
+    return q8_map_ ? q8_map_->data() + q8_offset_ : nullptr;
+  }
+  size_t q8_bytes() const { return q8_bytes_; }
 
   const float* data() const;
   size_t words() const { return words_; }
@@ -60,10 +70,13 @@ struct Gpt2Weights {
 
  private:
   friend struct Gpt2WeightsBuilder;  // formats/gpt2_checkpoint.cc
+  friend struct Gpt2Q8Builder;       // formats/gpt2_q8.cc
   std::unique_ptr<MappedFile> map_;
   size_t payload_offset_ = 0;
   size_t words_ = 0;
   std::vector<float> owned_;
+  std::unique_ptr<MappedFile> q8_map_;  // an int8 file
+  size_t q8_offset_ = 0, q8_bytes_ = 0;
 };
 
 // The packed tensor table of a config: names ("wte", "wpe", "h0.ln_1.g",
@@ -83,6 +96,11 @@ std::string gpt2_hf_key(const std::string& packed_name);
 // those). Throws lockstep::Error naming the file and the key.
 ls_gpt2_config read_hf_gpt2_config(const std::string& config_json_path);
 
+// read_hf_gpt2_config on the bytes of a config.json held in memory, named
+// `name` in messages.
+ls_gpt2_config parse_hf_gpt2_config(std::span<const uint8_t> config_json,
+                                    const std::string& name);
+
 // "plain" or "panel64" (the header's "layout" value); and back: throws
 // lockstep::Error naming the unknown name.
 const char* gpt2_layout_name(ls_gpt2_layout layout);
@@ -101,6 +119,24 @@ ls_gpt2_layout gpt2_layout_from_name(const std::string& name);
 //    converted file would store).
 // Every failure throws lockstep::Error naming the file and the problem.
 Gpt2Weights load_gpt2(const std::string& path, bool verify_digest = true);
+
+// A packed GPT-2 file validated in memory: every check load_gpt2 makes on
+// a packed file (the container through parse_checkpoint_container, then
+// docs/gpt2-format.md "Checks"), without the mapping. load_gpt2 maps the
+// file and calls this; the fuzz harnesses call it on their bytes, which
+// must be 4-byte aligned. Throws lockstep::Error "checkpoint '<name>': ...".
+struct Gpt2PackedView {
+  ls_gpt2_config config{};
+  ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
+  size_t payload_offset = 0;  // bytes from the start, a multiple of 64
+  size_t words = 0;
+  std::string payload_sha256;  // hex, as recorded (Gpt2Weights's fields)
+  std::string plain_sha256;
+  nlohmann::json meta;
+};
+Gpt2PackedView parse_gpt2_packed(std::span<const uint8_t> file,
+                                 const std::string& name,
+                                 bool verify_digest = true);
 
 // Called with (words done, words in total) as work proceeds; may be empty.
 using Gpt2Progress = std::function<void(uint64_t done, uint64_t total)>;

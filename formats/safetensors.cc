@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "formats/bounded_json.h"
 #include "lockstep/error.h"
 
 static_assert(std::endian::native == std::endian::little,
@@ -188,20 +189,36 @@ void widen_to_f32(StDtype dtype, const uint8_t* src, size_t n, float* dst) {
 }
 
 uint64_t SafetensorsTensor::elements() const {
+  // A parsed tensor's product was checked when it was read.
   uint64_t n = 1;
-  for (uint64_t d : shape) n *= d;
+  for (uint64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) {
+      throw Error("tensor '" + name + "': shape " + shape_text(shape) +
+                  " overflows 64 bits");
+    }
+  }
   return n;
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  SafetensorsFile f;
+  MappedFile map;
   try {
-    f.file_ = MappedFile::open(path);
+    map = MappedFile::open(path);
   } catch (const Error& e) {
     st_fail(path, e.what());
   }
-  const uint8_t* base = f.file_.data();
-  const uint64_t size = f.file_.size();
+  SafetensorsFile f = parse({map.data(), map.size()}, path);
+  f.file_ = std::move(map);  // the tensors' pointers stay valid: same pages
+  return f;
+}
+
+SafetensorsFile SafetensorsFile::parse(std::span<const uint8_t> bytes,
+                                       const std::string& path) {
+  SafetensorsFile f;
+  f.path_ = path;
+  f.size_ = bytes.size();
+  const uint8_t* base = bytes.data();
+  const uint64_t size = bytes.size();
   if (size < 8) {
     st_fail(
         path,
@@ -233,8 +250,10 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   nlohmann::json header;
   std::string duplicate;
   try {
-    header = nlohmann::json::parse(base + 8, base + 8 + n,
-                                   DuplicateKeyCheck(&duplicate));
+    header = parse_bounded_json(base + 8, base + 8 + n,
+                                DuplicateKeyCheck(&duplicate));
+  } catch (const JsonTooDeep&) {
+    st_fail(path, "the header is " + json_too_deep_text());
   } catch (const nlohmann::json::exception& e) {
     st_fail(path, "the header is not valid JSON: " + printable(e.what()));
   }
@@ -379,7 +398,17 @@ SafetensorsWriter::SafetensorsWriter(
                   s.name + "' (reserved or repeated)");
     }
     uint64_t bytes = st_dtype_bytes(s.dtype);
-    for (uint64_t d : s.shape) bytes *= d;
+    bool overflow = false;
+    for (uint64_t d : s.shape) {
+      overflow |= __builtin_mul_overflow(bytes, d, &bytes);
+    }
+    uint64_t end = 0;
+    overflow |= __builtin_add_overflow(total_, bytes, &end);
+    if (overflow) {
+      throw Error("safetensors '" + path + "': cannot write tensor '" + s.name +
+                  "': shape " + shape_text(s.shape) +
+                  " (with the tensors before it) overflows 64 bits");
+    }
     header[s.name] = {{"dtype", st_dtype_name(s.dtype)},
                       {"shape", s.shape},
                       {"data_offsets", {total_, total_ + bytes}}};
@@ -388,12 +417,7 @@ SafetensorsWriter::SafetensorsWriter(
   }
   std::string text = header.dump();
   while (text.size() % 8 != 0) text.push_back(' ');
-  tmp_ = path + ".tmp." + std::to_string(::getpid());
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    throw Error("cannot open '" + tmp_ +
-                "' for writing: " + std::strerror(errno));
-  }
+  file_.emplace(path);
   buffer_.reserve(1 << 22);
   uint8_t len[8];
   for (int i = 0; i < 8; ++i)
@@ -402,22 +426,11 @@ SafetensorsWriter::SafetensorsWriter(
   buffer_.insert(buffer_.end(), text.begin(), text.end());
 }
 
-SafetensorsWriter::~SafetensorsWriter() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!finished_ && !tmp_.empty()) ::unlink(tmp_.c_str());
-}
+// The AtomicFile removes the temporary unless finish() committed it.
+SafetensorsWriter::~SafetensorsWriter() = default;
 
 void SafetensorsWriter::flush_buffer() {
-  size_t off = 0;
-  while (off < buffer_.size()) {
-    const ssize_t w = ::write(fd_, buffer_.data() + off, buffer_.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      throw Error("writing '" + tmp_ + "' failed: " + std::strerror(errno) +
-                  " (disk full?)");
-    }
-    off += size_t(w);
-  }
+  file_->write(buffer_.data(), buffer_.size());
   buffer_.clear();
 }
 
@@ -493,17 +506,7 @@ void SafetensorsWriter::finish() {
                 " data bytes were written");
   }
   flush_buffer();
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    throw Error("closing '" + tmp_ + "' failed: " + std::strerror(errno));
-  }
-  fd_ = -1;
-  std::error_code ec;
-  std::filesystem::rename(tmp_, path_, ec);
-  if (ec) {
-    throw Error("cannot rename '" + tmp_ + "' to '" + path_ +
-                "': " + ec.message());
-  }
+  file_->commit();
   finished_ = true;
 }
 

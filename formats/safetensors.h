@@ -13,10 +13,12 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "formats/atomic_file.h"
 #include "formats/mapped_file.h"
 
 namespace lockstep {
@@ -79,8 +81,13 @@ class SafetensorsFile {
   // Maps and validates the file; every problem throws lockstep::Error
   // "safetensors '<path>': [tensor '<name>': ]<problem>".
   static SafetensorsFile open(const std::string& path);
+  // Validates bytes held in memory, named `name` in messages (the same
+  // checks; open() maps the file and calls this). The tensors' data
+  // pointers point into `bytes`, which must outlive the result.
+  static SafetensorsFile parse(std::span<const uint8_t> bytes,
+                               const std::string& name);
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return path_; }
   // The tensors in data-section order (ascending offsets).
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
   // The tensor called `name`, or nullptr.
@@ -91,11 +98,14 @@ class SafetensorsFile {
   }
   uint64_t header_length() const { return header_length_; }  // N
   uint64_t data_offset() const { return 8 + header_length_; }
-  uint64_t data_bytes() const { return file_.size() - data_offset(); }
+  uint64_t data_bytes() const { return size_ - data_offset(); }
+  // The mapping (not open for a parse()d span).
   const MappedFile& file() const { return file_; }
 
  private:
   MappedFile file_;
+  std::string path_;
+  uint64_t size_ = 0;
   uint64_t header_length_ = 0;
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, size_t, std::less<>> index_;
@@ -114,9 +124,10 @@ struct SafetensorsSpec {
 // Streams a safetensors file: the header is written first (tensors in the
 // given order, back to back from offset 0, header padded with spaces to a
 // multiple of 8 bytes), then the data section through write_bytes /
-// write_floats, in the same order. Atomic: the bytes go to
-// PATH.tmp.<pid>, which finish() renames over PATH; a writer destroyed
-// without finish() removes it.
+// write_floats, in the same order. Atomic (formats/atomic_file.h): the
+// bytes go to PATH.tmp.<pid>, which finish() syncs and renames over PATH;
+// a writer destroyed without finish() removes it. A shape whose size
+// overflows 64 bits throws before anything is written.
 class SafetensorsWriter {
  public:
   SafetensorsWriter(const std::string& path,
@@ -140,8 +151,8 @@ class SafetensorsWriter {
   void put(const void* bytes, size_t n);
   void flush_buffer();
 
-  std::string path_, tmp_;
-  int fd_ = -1;
+  std::string path_;
+  std::optional<AtomicFile> file_;
   std::vector<SafetensorsSpec> specs_;
   std::vector<uint64_t> ends_;  // byte end of each tensor
   uint64_t total_ = 0, written_ = 0;
