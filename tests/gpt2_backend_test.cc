@@ -342,6 +342,53 @@ TEST_P(Kernels, AttendIsDotSoftmaxWeightedSum) {
   }
 }
 
+// The cached step's split attention (cpu_backend.cc attend_split): scores
+// by key range, softmax by head, weighted sums by vector of value elements,
+// against the same scalar loop of the spec's order as above; 64-wide heads
+// (the split's only width), key ranges that do and do not end on a vector.
+TEST_P(Kernels, AttendPartsAreDotSoftmaxWeightedSum) {
+  ASSERT_TRUE(k().attend_scores && k().softmax && k().attend_values_vec);
+  std::mt19937_64 rng(17);
+  const int D = 64, heads = 3, W = k().lanes;
+  for (int n : {1, 17, 64, 65, 130, 300}) {
+    const size_t HD = size_t(heads) * size_t(D), un = size_t(n);
+    const size_t stride = 2 * HD + 7, sn = un + 16;
+    const auto q = Uniform(rng, HD, -3, 3);
+    const auto kv = Uniform(rng, un * stride + 2 * HD, -3, 3);
+    const float* keys = kv.data();
+    const float* values = kv.data() + HD;
+    const float scale = __builtin_sqrtf(float(D));
+    std::vector<float> score(size_t(heads) * sn), got(HD, NAN), want(HD), s(un);
+    for (int j0 = 0; j0 < n; j0 += 29) {
+      k().attend_scores(q.data(), keys, stride, D, heads, j0,
+                        std::min(n, j0 + 29), scale, score.data(), sn);
+    }
+    for (int h = 0; h < heads; ++h) {
+      k().softmax(score.data() + size_t(h) * sn, n);
+      for (int e = 0; e < D; e += W) {
+        const size_t o = size_t(h) * size_t(D) + size_t(e);
+        k().attend_values_vec(score.data() + size_t(h) * sn, values + o, stride,
+                              n, got.data() + o);
+      }
+    }
+    for (int h = 0; h < heads; ++h) {
+      const size_t off = size_t(h) * size_t(D);
+      for (size_t j = 0; j < un; ++j) {
+        s[j] = ls_dot32(q.data() + off, keys + j * stride + off, D, 1) / scale;
+      }
+      ls_softmax32(s.data(), n, s.data());
+      for (size_t d = 0; d < size_t(D); ++d) {
+        float acc = 0.0f;
+        for (size_t j = 0; j < un; ++j) {
+          acc = acc + s[j] * values[j * stride + off + d];
+        }
+        want[off + d] = acc;
+      }
+    }
+    EXPECT_TRUE(BytesEqual(got, want)) << "n " << n;
+  }
+}
+
 // The batched attention of a block of queries of one head: query r over
 // keys 0 .. n0 + r - 1, keys transposed, values compact, against a scalar
 // loop of the spec's order (ls_dot32, the division, ls_softmax32, the §2.5
@@ -445,12 +492,14 @@ TEST_P(Backend, HfFixtureEveryPositionBytesEqualToReference) {
 // 16, 20, 8), and vector tails in every product.
 TEST_P(Backend, SmallConfigsBytesEqualToReference) {
   const ls_gpt2_config configs[] = {
-      {300, 24, 48, 3, 2},  // D = 16: blocks of one element
-      {301, 20, 40, 2, 2},  // n_embd 40, D = 20: sequential dots
-      {257, 18, 64, 4, 3},  // D = 16, three layers
-      {97, 70, 128, 2, 1},  // D = 64: the blocked head dot; 70 positions
-      {131, 16, 24, 3, 1},  // D = 8
-      {250, 12, 48, 3, 1},  // head: 4 panels, the last 58 wide (even count)
+      {300, 24, 48, 3, 2},   // D = 16: blocks of one element
+      {301, 20, 40, 2, 2},   // n_embd 40, D = 20: sequential dots
+      {257, 18, 64, 4, 3},   // D = 16, three layers
+      {97, 140, 128, 2, 1},  // D = 64: the blocked head dot; 140 positions
+                             // (from 128 keys, with 3 threads or more, the
+                             // step's split attention)
+      {131, 16, 24, 3, 1},   // D = 8
+      {250, 12, 48, 3, 1},   // head: 4 panels, the last 58 wide (even count)
   };
   uint64_t seed = 100;
   for (const auto& c : configs) {

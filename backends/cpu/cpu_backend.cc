@@ -218,7 +218,7 @@ class CpuBackend final : public Gpt2Backend {
 
  private:
   // Work counters per layer: the four matrix products and attention.
-  static constexpr int kPerLayer = 6;
+  static constexpr int kPerLayer = 7;
   // Split K aims at this many units per member in a decode product.
   static constexpr int kSplitUnitsPerMember = 4;
   enum Phase {
@@ -227,7 +227,8 @@ class CpuBackend final : public Gpt2Backend {
     kProj = 2,
     kFc = 3,
     kOut = 4,
-    kAttendRows = 5
+    kAttendRows = 5,   // the step's split attention: its softmax units
+    kAttendValues = 6  // and its weighted-sum units
   };
 
   // One forward pass: n positions starting at `first`. With a cache (the
@@ -303,18 +304,18 @@ class CpuBackend final : public Gpt2Backend {
       matmul(counter(l, kAttnIn), h, Cs, 1, P.attn, w_ + b.attn_b, C, 3 * C,
              QKV, 3 * Cs, false);
       pool_.barrier();
-      float* keys = p.cache + size_t(l) * 2 * Cs;
-      float* kv = keys + size_t(p.first) * row;
-      for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
-        const int h0 = u * head_group(),
-                  h1 = std::min(c.n_head, h0 + head_group());
-        const size_t o0 = size_t(h0) * size_t(D), o1 = size_t(h1) * size_t(D);
-        for (size_t i = o0; i < o1; ++i) {
-          kv[i] = QKV[Cs + i];
-          kv[Cs + i] = QKV[2 * Cs + i];
+      if (split_attention(p.first + 1)) {
+        attend_split(p, l, QKV, scale, A);
+      } else {
+        float* keys = p.cache + size_t(l) * 2 * Cs;
+        for (int u; (u = counter(l, kAttend).fetch_add(1)) < head_units();) {
+          const int h0 = u * head_group(),
+                    h1 = std::min(c.n_head, h0 + head_group());
+          const size_t o0 = size_t(h0) * size_t(D), o1 = size_t(h1) * size_t(D);
+          append_kv(p, l, QKV, o0, o1);
+          k_.attend(QKV + o0, keys + o0, keys + Cs + o0, row, D, h1 - h0,
+                    p.first + 1, scale, score, A + o0);
         }
-        k_.attend(QKV + o0, keys + o0, keys + Cs + o0, row, D, h1 - h0,
-                  p.first + 1, scale, score, A + o0);
       }
       pool_.barrier();
       matmul(counter(l, kProj), A, Cs, 1, P.proj, w_ + b.proj_b, C, C, Y, Cs,
@@ -472,6 +473,53 @@ class CpuBackend final : public Gpt2Backend {
                      A + size_t(t0) * Cs + o, Cs);
     }
     return true;
+  }
+
+  // The cached step's attention splits one query's work finer than head
+  // groups when more members than head groups would otherwise idle through
+  // a long context (the keys of 1,000 positions are 3 MB a layer): k_ has
+  // the parts, the heads are 64 wide, there are more than two members and
+  // at least kSplitAttendFrom keys. $LOCKSTEP_NO_SPLIT_ATTEND turns it off
+  // (for benchmarks; the bits are the same either way).
+  static constexpr int kSplitAttendFrom = 128, kKeyChunk = 64;
+  bool split_attention(int n) const {
+    return !no_split_attend_ && k_.attend_scores && pool_.size() > 2 &&
+           n >= kSplitAttendFrom && c_.n_embd == 64 * c_.n_head;
+  }
+
+  // attend_split: k_.attend's operations for one query in three phases
+  // with a barrier between them: the scores by head and range of
+  // kKeyChunk keys (the unit holding the newest key appends the head's key
+  // and value first), the softmax by head, the weighted sums by head and
+  // vector of value elements. Scores go to member 0's score rows (n_head x
+  // n_ctx floats). Ends before the caller's barrier.
+  void attend_split(const Pass& p, int l, const float* QKV, float scale,
+                    float* A) {
+    const int H = c_.n_head, D = 64, n = p.first + 1, W = k_.lanes;
+    const size_t Cs = size_t(c_.n_embd), sn = round16(size_t(c_.n_ctx));
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    const float* keys = p.cache + size_t(l) * 2 * Cs;
+    float* s = buf_.data() + lay_.score;
+    const int chunks = (n + kKeyChunk - 1) / kKeyChunk;
+    for (int u; (u = counter(l, kAttend).fetch_add(1)) < H * chunks;) {
+      const int h = u / chunks, j0 = (u % chunks) * kKeyChunk;
+      const int j1 = std::min(n, j0 + kKeyChunk);
+      const size_t o = size_t(h) * D;
+      if (j1 == n) append_kv(p, l, QKV, o, o + D);
+      k_.attend_scores(QKV + o, keys + o, row, D, 1, j0, j1, scale,
+                       s + size_t(h) * sn, sn);
+    }
+    pool_.barrier();
+    for (int h; (h = counter(l, kAttendRows).fetch_add(1)) < H;) {
+      k_.softmax(s + size_t(h) * sn, n);
+    }
+    pool_.barrier();
+    const int vecs = D / W;
+    for (int u; (u = counter(l, kAttendValues).fetch_add(1)) < H * vecs;) {
+      const size_t e = size_t(u / vecs) * D + size_t(u % vecs) * size_t(W);
+      k_.attend_values_vec(s + size_t(u / vecs) * sn, keys + Cs + e, row, n,
+                           A + e);
+    }
   }
 
   // The keys and values of columns [o0, o1) (whole heads) of this call's
@@ -790,6 +838,10 @@ class CpuBackend final : public Gpt2Backend {
   // never splits K (for benchmarks: the same bits either way).
   bool no_split_k_ = [] {
     const char* e = std::getenv("LOCKSTEP_NO_SPLIT_K");
+    return e && std::string(e) != "0";
+  }();
+  bool no_split_attend_ = [] {
+    const char* e = std::getenv("LOCKSTEP_NO_SPLIT_ATTEND");
     return e && std::string(e) != "0";
   }();
   cpu::ThreadPool pool_;

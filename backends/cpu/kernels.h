@@ -73,6 +73,19 @@ struct CpuKernels {
                       const float* kt, size_t kts, const float* vc, size_t vs,
                       int D, float scale, float* score, float* out,
                       size_t os) = nullptr;
+  // attend in three parts, so that the cached step can split one query's
+  // attention over many members (keys, then heads, then value vectors):
+  // attend_scores writes s[h*sn + j] for keys [j0, j1) of `heads` heads;
+  // softmax is §2.4 in place on s[0..n); attend_values_vec is §2.5 for
+  // `lanes` consecutive value elements of one head (values: that slice in
+  // position 0's row; p: the head's probabilities). The same per-element
+  // operations as attend, so the split gives attend's bits.
+  void (*attend_scores)(const float* q, const float* keys, size_t stride, int D,
+                        int heads, int j0, int j1, float scale, float* s,
+                        size_t sn) = nullptr;
+  void (*softmax)(float* s, int n) = nullptr;
+  void (*attend_values_vec)(const float* p, const float* values, size_t stride,
+                            int n, float* out) = nullptr;
 };
 
 const CpuKernels& kernels_avx512();

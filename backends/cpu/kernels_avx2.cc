@@ -36,6 +36,9 @@ constexpr CpuKernels kTable = {
     attend<VecAvx2>,
     matvec_blocks<VecAvx2>,
     attend_rows<VecAvx2, kNV, kNP>,
+    attend_scores<VecAvx2>,
+    softmax<VecAvx2>,
+    attend_values_vec<VecAvx2>,
 };
 
 }  // namespace

@@ -40,6 +40,9 @@ constexpr CpuKernels kTable = {
     attend<VecAvx512>,
     matvec_blocks<VecAvx512>,
     attend_rows<VecAvx512, kNV, kNP>,
+    attend_scores<VecAvx512>,
+    softmax<VecAvx512>,
+    attend_values_vec<VecAvx512>,
 };
 
 }  // namespace

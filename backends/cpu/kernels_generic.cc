@@ -36,6 +36,9 @@ constexpr CpuKernels kTable = {
     attend<VecGeneric>,
     matvec_blocks<VecGeneric>,
     attend_rows<VecGeneric, kNV, kNP>,
+    attend_scores<VecGeneric>,
+    softmax<VecGeneric>,
+    attend_values_vec<VecGeneric>,
 };
 
 }  // namespace

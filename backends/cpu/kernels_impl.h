@@ -382,7 +382,7 @@ void wsum_chunk(const float* s, size_t sn, const float* values, size_t stride,
   for (int j = 0; j < n; ++j) {
     const float* vj = values + size_t(j) * stride;
     if (j + kAttendAhead < n) {
-      prefetch_span(vj + size_t(kAttendAhead) * stride, size_t(64 * HC));
+      prefetch_span(vj + size_t(kAttendAhead) * stride, size_t(NA * W));
     }
 #pragma GCC unroll 4
     for (int h = 0; h < HC; ++h) {
@@ -409,6 +409,52 @@ constexpr int split_regs() {
   }
 }
 
+// §6 scores of one query for keys [j0, j1) of `heads` consecutive heads:
+// s[h*sn + j] = dot(q_h, k_j,h) / scale (§2.1 dot of length D, then one
+// division). Each score is independent of the others, so the cached step
+// may split the keys of a long context across members.
+template <class V>
+void attend_scores(const float* q, const float* keys, size_t stride, int D,
+                   int heads, int j0, int j1, float scale, float* s,
+                   size_t sn) {
+  using reg = typename V::reg;
+  if constexpr (requires { V::dot64(nullptr, nullptr); }) {
+    if (D == 64 && heads <= 32) {
+      reg qs[32][split_regs<V>()];
+      for (int h = 0; h < heads; ++h) V::split64(q + 64 * h, qs[h]);
+      for (int j = j0; j < j1; ++j) {
+        const float* kj = keys + size_t(j) * stride;
+        if (j + kAttendAhead < j1) {
+          prefetch_span(kj + size_t(kAttendAhead) * stride, size_t(64 * heads));
+        }
+        for (int h = 0; h < heads; ++h) {
+          s[size_t(h) * sn + size_t(j)] = V::dot64(qs[h], kj + 64 * h) / scale;
+        }
+      }
+      return;
+    }
+  }
+  for (int j = j0; j < j1; ++j) {
+    const float* kj = keys + size_t(j) * stride;
+    if (j + kAttendAhead < j1) {
+      prefetch_span(kj + size_t(kAttendAhead) * stride, size_t(heads * D));
+    }
+    for (int h = 0; h < heads; ++h) {
+      const size_t off = size_t(h) * size_t(D);
+      s[size_t(h) * sn + size_t(j)] = ls_dot32(q + off, kj + off, D, 1) / scale;
+    }
+  }
+}
+
+// §2.5 for V::W consecutive value elements of one head: out[e] = +0.0,
+// then out[e] + p[j] * v_j[e] for j in [0, n) in order (wsum_chunk's
+// lanes). values: element 0 of the slice in position 0's row.
+template <class V>
+void attend_values_vec(const float* p, const float* values, size_t stride,
+                       int n, float* out) {
+  wsum_chunk<V, 1, 1>(p, 0, values, stride, n, out);
+}
+
 template <class V>
 void attend(const float* q, const float* keys, const float* values,
             size_t stride, int D, int heads, int n, float scale, float* s,
@@ -416,37 +462,7 @@ void attend(const float* q, const float* keys, const float* values,
   using reg = typename V::reg;
   constexpr int W = V::W;
   const size_t sn = size_t(n);
-  // Scores: §2.1 dot of length D, then one division.
-  bool done = false;
-  if constexpr (requires { V::dot64(nullptr, nullptr); }) {
-    if (D == 64 && heads <= 32) {
-      reg qs[32][split_regs<V>()];
-      for (int h = 0; h < heads; ++h) V::split64(q + 64 * h, qs[h]);
-      for (int j = 0; j < n; ++j) {
-        const float* kj = keys + size_t(j) * stride;
-        if (j + kAttendAhead < n) {
-          prefetch_span(kj + size_t(kAttendAhead) * stride, size_t(64 * heads));
-        }
-        for (int h = 0; h < heads; ++h) {
-          s[size_t(h) * sn + size_t(j)] = V::dot64(qs[h], kj + 64 * h) / scale;
-        }
-      }
-      done = true;
-    }
-  }
-  if (!done) {
-    for (int j = 0; j < n; ++j) {
-      const float* kj = keys + size_t(j) * stride;
-      if (j + kAttendAhead < n) {
-        prefetch_span(kj + size_t(kAttendAhead) * stride, size_t(heads * D));
-      }
-      for (int h = 0; h < heads; ++h) {
-        const size_t off = size_t(h) * size_t(D);
-        s[size_t(h) * sn + size_t(j)] =
-            ls_dot32(q + off, kj + off, D, 1) / scale;
-      }
-    }
-  }
+  attend_scores<V>(q, keys, stride, D, heads, 0, n, scale, s, sn);
   for (int h = 0; h < heads; ++h) softmax<V>(s + size_t(h) * sn, n);
   // §2.5: element e = h*D + d accumulates p_h[j] * v_j[e] for j in order.
   const int E = heads * D;

@@ -37,6 +37,9 @@ constexpr CpuKernels kTable = {
     attend<VecNeon>,
     matvec_blocks<VecNeon>,
     attend_rows<VecNeon, kNV, kNP>,
+    attend_scores<VecNeon>,
+    softmax<VecNeon>,
+    attend_values_vec<VecNeon>,
 };
 
 }  // namespace
