@@ -4,9 +4,9 @@
  * residual, ln_2, MLP, residual). The cached step runs them position-major
  * through one row of the cache; the full pass runs them layer-major over
  * all positions. Same operations, same operands, so the same bits. */
-#include "ls_gpt2.h"
-
 #include "ls_arith.h"
+#include "ls_gpt2.h"
+#include "ls_gpt2_pass.h"
 #include "ls_ops32.h"
 
 /* Largest sizes accepted: far above GPT-2 XL. Each dimension fits an int;
@@ -124,12 +124,11 @@ static ls_work ls_carve(const ls_gpt2_config* c, float* s) {
 }
 
 /* §6: h = LayerNorm(x; ln_1), qkv = h . c_attn + b. */
-static void ls_attn_inputs(const ls_gpt2_config* c, const float* w,
-                           const ls_gpt2_block* b, const float* x, float* qkv,
-                           ls_work* k) {
-  const int C = c->n_embd;
-  ls_layernorm32(x, w + b->ln1_g, w + b->ln1_b, C, k->h);
-  ls_matvec32(k->h, w + b->attn_w, w + b->attn_b, C, 3 * C, k->partial, qkv);
+static ls_status ls_attn_inputs(const ls_gpt2_model* m, int l,
+                                const ls_gpt2_norms* p, const float* x,
+                                float* qkv, ls_work* k) {
+  ls_layernorm32(x, p->ln1_g, p->ln1_b, m->c->n_embd, k->h);
+  return m->project(m, l, LS_PROJ_ATTN, k->h, 1, k->partial, qkv);
 }
 
 /* §6 attention of one query over positions 0..t: key j at keys + j*stride,
@@ -162,37 +161,100 @@ static void ls_attend(const ls_gpt2_config* c, const float* q,
 }
 
 /* §6: x += a . c_proj + b; x += gelu(LN(x; ln_2) . c_fc + b) . c_proj + b. */
-static void ls_block_tail(const ls_gpt2_config* c, const float* w,
-                          const ls_gpt2_block* b, float* x, ls_work* k) {
-  const int C = c->n_embd;
-  ls_matvec32(k->a, w + b->proj_w, w + b->proj_b, C, C, k->partial, k->y);
+static ls_status ls_block_tail(const ls_gpt2_model* m, int l,
+                               const ls_gpt2_norms* p, float* x, ls_work* k) {
+  const int C = m->c->n_embd;
+  ls_status s = m->project(m, l, LS_PROJ_PROJ, k->a, 1, k->partial, k->y);
+  if (s != LS_OK) return s;
   for (int i = 0; i < C; ++i) x[i] = x[i] + k->y[i];
-  ls_layernorm32(x, w + b->ln2_g, w + b->ln2_b, C, k->h);
-  ls_matvec32(k->h, w + b->fc_w, w + b->fc_b, C, 4 * C, k->partial, k->f);
+  ls_layernorm32(x, p->ln2_g, p->ln2_b, C, k->h);
+  s = m->project(m, l, LS_PROJ_FC, k->h, 1, k->partial, k->f);
+  if (s != LS_OK) return s;
   for (int i = 0; i < 4 * C; ++i) k->f[i] = ls_gelu32(k->f[i]);
-  ls_matvec32(k->f, w + b->out_w, w + b->out_b, 4 * C, C, k->partial, k->y);
+  s = m->project(m, l, LS_PROJ_OUT, k->f, 1, k->partial, k->y);
+  if (s != LS_OK) return s;
   for (int i = 0; i < C; ++i) x[i] = x[i] + k->y[i];
+  return LS_OK;
 }
 
-/* §6 embeddings: x = wte[token] + wpe[position]. */
-static void ls_embed(const ls_gpt2_config* c, const float* w, int32_t token,
-                     int32_t pos, float* x) {
-  const size_t C = (size_t)c->n_embd;
-  const float* te = w + (size_t)token * C;
-  const float* pe = w + ls_gpt2_wpe_offset(c) + (size_t)pos * C;
-  for (size_t i = 0; i < C; ++i) x[i] = te[i] + pe[i];
-}
-
-/* §6 output: logits[v] = dot(LN(x; ln_f), wte[v]); fails on non-finite. */
-static ls_status ls_logits(const ls_gpt2_config* c, const float* w,
-                           const float* x, ls_work* k, float* logits) {
-  const size_t lnf = ls_gpt2_lnf_offset(c);
-  ls_layernorm32(x, w + lnf, w + lnf + c->n_embd, c->n_embd, k->h);
-  ls_rowdots32(k->h, w, c->n_embd, c->n_vocab, logits);
+/* §6 output: logits = LN(x; ln_f) . wte^T; fails on non-finite. */
+static ls_status ls_logits(const ls_gpt2_model* m, const float* x, ls_work* k,
+                           float* logits) {
+  const ls_gpt2_config* c = m->c;
+  ls_layernorm32(x, m->lnf_g, m->lnf_b, c->n_embd, k->h);
+  const ls_status s = m->head(m, k->h, k->partial, logits);
+  if (s != LS_OK) return s;
   for (int v = 0; v < c->n_vocab; ++v) {
     if (!(logits[v] - logits[v] == 0.0f)) return LS_ERR_OUTPUT_NONFINITE;
   }
   return LS_OK;
+}
+
+/* The binary32 model (§6): weights packed as ls_gpt2_block_offsets says. */
+
+/* §6 embeddings: x = wte[token] + wpe[position]. */
+static void ls_embed32(const ls_gpt2_model* m, int32_t token, int32_t pos,
+                       float* x) {
+  const float* w = (const float*)m->w;
+  const size_t C = (size_t)m->c->n_embd;
+  const float* te = w + (size_t)token * C;
+  const float* pe = w + ls_gpt2_wpe_offset(m->c) + (size_t)pos * C;
+  for (size_t i = 0; i < C; ++i) x[i] = te[i] + pe[i];
+}
+
+static ls_gpt2_norms ls_norms32(const ls_gpt2_model* m, int layer) {
+  const float* w = (const float*)m->w;
+  const ls_gpt2_block b = ls_gpt2_block_offsets(m->c, layer);
+  ls_gpt2_norms p;
+  p.ln1_g = w + b.ln1_g, p.ln1_b = w + b.ln1_b;
+  p.ln2_g = w + b.ln2_g, p.ln2_b = w + b.ln2_b;
+  return p;
+}
+
+/* §2.2 for n positions: each matrix product is one ls_matmul32. */
+static ls_status ls_project32(const ls_gpt2_model* m, int layer,
+                              ls_gpt2_proj which, const float* x, int n,
+                              float* scratch, float* y) {
+  const float* w = (const float*)m->w;
+  const ls_gpt2_block b = ls_gpt2_block_offsets(m->c, layer);
+  const int C = m->c->n_embd;
+  switch (which) {
+    case LS_PROJ_ATTN:
+      ls_matmul32(x, n, w + b.attn_w, w + b.attn_b, C, 3 * C, scratch, y);
+      break;
+    case LS_PROJ_PROJ:
+      ls_matmul32(x, n, w + b.proj_w, w + b.proj_b, C, C, scratch, y);
+      break;
+    case LS_PROJ_FC:
+      ls_matmul32(x, n, w + b.fc_w, w + b.fc_b, C, 4 * C, scratch, y);
+      break;
+    case LS_PROJ_OUT:
+      ls_matmul32(x, n, w + b.out_w, w + b.out_b, 4 * C, C, scratch, y);
+      break;
+  }
+  return LS_OK;
+}
+
+/* §6 logits[v] = dot(h, wte[v]) (§2.1). */
+static ls_status ls_head32(const ls_gpt2_model* m, const float* h,
+                           float* scratch, float* logits) {
+  (void)scratch;
+  ls_rowdots32(h, (const float*)m->w, m->c->n_embd, m->c->n_vocab, logits);
+  return LS_OK;
+}
+
+static ls_gpt2_model ls_model32(const ls_gpt2_config* c, const float* w) {
+  const size_t lnf = ls_gpt2_lnf_offset(c);
+  ls_gpt2_model m;
+  m.c = c;
+  m.w = w;
+  m.lnf_g = w + lnf;
+  m.lnf_b = w + lnf + c->n_embd;
+  m.embed = ls_embed32;
+  m.norms = ls_norms32;
+  m.project = ls_project32;
+  m.head = ls_head32;
+  return m;
 }
 
 ls_status ls_gpt2_step(const ls_gpt2_config* c, const float* w, size_t n_w,
@@ -209,23 +271,33 @@ ls_status ls_gpt2_step(const ls_gpt2_config* c, const float* w, size_t n_w,
     return LS_ERR_CACHE_LENGTH;
   }
   if (n_scratch < ls_gpt2_step_scratch_floats(c)) return LS_ERR_SCRATCH;
+  const ls_gpt2_model m = ls_model32(c, w);
+  return ls_gpt2_model_step(&m, cache, token, position, scratch, logits);
+}
 
+ls_status ls_gpt2_model_step(const ls_gpt2_model* m, float* cache,
+                             int32_t token, int32_t position, float* scratch,
+                             float* logits) {
+  const ls_gpt2_config* c = m->c;
   const size_t C = (size_t)c->n_embd;
+  const size_t row = ls_gpt2_cache_row_floats(c);
   float* x = scratch;
   float* qkv = x + C;
   ls_work k = ls_carve(c, qkv + 3 * C);
-  ls_embed(c, w, token, position, x);
+  m->embed(m, token, position, x);
   for (int l = 0; l < c->n_layer; ++l) {
-    const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
-    ls_attn_inputs(c, w, &b, x, qkv, &k);
+    const ls_gpt2_norms p = m->norms(m, l);
+    ls_status s = ls_attn_inputs(m, l, &p, x, qkv, &k);
+    if (s != LS_OK) return s;
     /* Append this position's keys and values to the cache row. */
     float* kv = cache + (size_t)position * row + (size_t)l * 2 * C;
     for (size_t i = 0; i < 2 * C; ++i) kv[i] = qkv[C + i];
     const float* keys = cache + (size_t)l * 2 * C;
     ls_attend(c, qkv, keys, keys + C, row, position, &k);
-    ls_block_tail(c, w, &b, x, &k);
+    s = ls_block_tail(m, l, &p, x, &k);
+    if (s != LS_OK) return s;
   }
-  return ls_logits(c, w, x, &k, logits);
+  return ls_logits(m, x, &k, logits);
 }
 
 /* The layer-major pass over n positions first .. first+n-1, shared by the
@@ -237,10 +309,11 @@ ls_status ls_gpt2_step(const ls_gpt2_config* c, const float* w, size_t n_w,
  * without one (the full pass, first = 0), attention reads this layer's
  * q|k|v of the n positions. Logits: the last position's, or every
  * position's when all_positions. Scratch: ls_gpt2_infer_scratch_floats. */
-static ls_status ls_layer_pass(const ls_gpt2_config* c, const float* w,
-                               float* cache, const int32_t* tokens, int n,
-                               int32_t first, int all_positions, float* scratch,
+static ls_status ls_layer_pass(const ls_gpt2_model* m, float* cache,
+                               const int32_t* tokens, int n, int32_t first,
+                               int all_positions, float* scratch,
                                float* logits) {
+  const ls_gpt2_config* c = m->c;
   const size_t C = (size_t)c->n_embd, N = (size_t)n;
   const size_t row = ls_gpt2_cache_row_floats(c);
   float* xs = scratch;          /* [n][C] residual stream */
@@ -251,16 +324,17 @@ static ls_status ls_layer_pass(const ls_gpt2_config* c, const float* w,
   float* fs = ys + N * C;       /* [n][4C] MLP hidden */
   ls_work k = ls_carve(c, fs + N * 4 * C);
   for (int t = 0; t < n; ++t) {
-    ls_embed(c, w, tokens[t], first + t, xs + (size_t)t * C);
+    m->embed(m, tokens[t], first + t, xs + (size_t)t * C);
   }
   for (int l = 0; l < c->n_layer; ++l) {
-    const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
+    const ls_gpt2_norms p = m->norms(m, l);
+    ls_status s;
     /* §6: h = LayerNorm(x; ln_1), qkv = h . c_attn + b. */
     for (size_t t = 0; t < N; ++t) {
-      ls_layernorm32(xs + t * C, w + b.ln1_g, w + b.ln1_b, (int)C, hs + t * C);
+      ls_layernorm32(xs + t * C, p.ln1_g, p.ln1_b, (int)C, hs + t * C);
     }
-    ls_matmul32(hs, n, w + b.attn_w, w + b.attn_b, (int)C, 3 * (int)C,
-                k.partial, qkvs);
+    s = m->project(m, l, LS_PROJ_ATTN, hs, n, k.partial, qkvs);
+    if (s != LS_OK) return s;
     /* Attention; with a cache, this layer's keys and values go there
      * first. */
     const float* keys = qkvs + C;
@@ -282,25 +356,25 @@ static ls_status ls_layer_pass(const ls_gpt2_config* c, const float* w,
     }
     /* §6 block tail: x += a . c_proj + b; x += gelu(LN(x; ln_2) . c_fc +
      * b) . c_proj + b. */
-    ls_matmul32(as, n, w + b.proj_w, w + b.proj_b, (int)C, (int)C, k.partial,
-                ys);
+    s = m->project(m, l, LS_PROJ_PROJ, as, n, k.partial, ys);
+    if (s != LS_OK) return s;
     for (size_t t = 0; t < N; ++t) {
       float* x = xs + t * C;
       for (size_t i = 0; i < C; ++i) x[i] = x[i] + ys[t * C + i];
-      ls_layernorm32(x, w + b.ln2_g, w + b.ln2_b, (int)C, hs + t * C);
+      ls_layernorm32(x, p.ln2_g, p.ln2_b, (int)C, hs + t * C);
     }
-    ls_matmul32(hs, n, w + b.fc_w, w + b.fc_b, (int)C, 4 * (int)C, k.partial,
-                fs);
+    s = m->project(m, l, LS_PROJ_FC, hs, n, k.partial, fs);
+    if (s != LS_OK) return s;
     for (size_t i = 0; i < N * 4 * C; ++i) fs[i] = ls_gelu32(fs[i]);
-    ls_matmul32(fs, n, w + b.out_w, w + b.out_b, 4 * (int)C, (int)C, k.partial,
-                ys);
+    s = m->project(m, l, LS_PROJ_OUT, fs, n, k.partial, ys);
+    if (s != LS_OK) return s;
     for (size_t i = 0; i < N * C; ++i) xs[i] = xs[i] + ys[i];
   }
   if (!all_positions) {
-    return ls_logits(c, w, xs + (size_t)(n - 1) * C, &k, logits);
+    return ls_logits(m, xs + (size_t)(n - 1) * C, &k, logits);
   }
   for (int t = 0; t < n; ++t) {
-    const ls_status s = ls_logits(c, w, xs + (size_t)t * C, &k,
+    const ls_status s = ls_logits(m, xs + (size_t)t * C, &k,
                                   logits + (size_t)t * (size_t)c->n_vocab);
     if (s != LS_OK) return s;
   }
@@ -319,7 +393,8 @@ ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
     if (tokens[t] < 0 || tokens[t] >= c->n_vocab) return LS_ERR_TOKEN;
   }
   if (n_scratch < ls_gpt2_infer_scratch_floats(c, n)) return LS_ERR_SCRATCH;
-  return ls_layer_pass(c, w, 0, tokens, n, 0, 0, scratch, logits);
+  const ls_gpt2_model m = ls_model32(c, w);
+  return ls_layer_pass(&m, 0, tokens, n, 0, 0, scratch, logits);
 }
 
 ls_status ls_gpt2_prefill(const ls_gpt2_config* c, const float* w, size_t n_w,
@@ -344,6 +419,14 @@ ls_status ls_gpt2_prefill(const ls_gpt2_config* c, const float* w, size_t n_w,
     return LS_ERR_CACHE_LENGTH;
   }
   if (n_scratch < ls_gpt2_infer_scratch_floats(c, n)) return LS_ERR_SCRATCH;
-  return ls_layer_pass(c, w, cache, tokens, n, position, all_positions, scratch,
+  const ls_gpt2_model m = ls_model32(c, w);
+  return ls_layer_pass(&m, cache, tokens, n, position, all_positions, scratch,
+                       logits);
+}
+
+ls_status ls_gpt2_model_pass(const ls_gpt2_model* m, float* cache,
+                             const int32_t* tokens, int n, int32_t first,
+                             int all_positions, float* scratch, float* logits) {
+  return ls_layer_pass(m, cache, tokens, n, first, all_positions, scratch,
                        logits);
 }

@@ -250,6 +250,9 @@ Plain RandomMatrix(size_t K, size_t N, uint64_t seed, bool extremes) {
 }
 
 TEST(Q8Layout, IndicesMatchTheSpecAndTileTheMatrix) {
+  // docs/int8.md's worked example: 124M h0.mlp.c_fc.w, level (100, 70).
+  EXPECT_EQ(57240u, ls_q8_weight_index(768, 3072, 100, 70));
+  EXPECT_EQ(59020u, ls_q8_scale_index(768, 3072, 70, 1));
   for (auto [K, N] : {std::pair<size_t, size_t>{64, 1},
                       {64, 17},
                       {128, 64},
