@@ -18,6 +18,9 @@ Action add_logits(CLI::App& app);
 Action add_tokenize(CLI::App& app);
 Action add_convert(CLI::App& app);
 Action add_bench(CLI::App& app);
+Action add_verify(CLI::App& app);
+Action add_bisect(CLI::App& app);
+Action add_dump(CLI::App& app);
 
 }  // namespace lockstep::cli
 

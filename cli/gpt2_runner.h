@@ -63,6 +63,23 @@ class Gpt2Runner {
   // Compute threads (0 asked: one per hardware thread, as the session
   // resolves it; the reference and wasm run on one).
   int threads() const { return threads_; }
+  int position() const {
+    return wasm_ ? wasm_->position() : native_->position();
+  }
+  // Back to position 0: the next step or prefill starts a new sequence.
+  void reset() { wasm_ ? wasm_->reset() : native_->reset(); }
+  // The used cache rows (position() rows of n_layer * 2 * n_embd binary32
+  // words) as bytes; for wasm, copied out of the module.
+  std::vector<uint8_t> cache_bytes() {
+    if (wasm_) return wasm_->cache();
+    const std::span<const float> c = native_->cache();
+    const auto* p = reinterpret_cast<const uint8_t*>(c.data());
+    return {p, p + c.size_bytes()};
+  }
+  // The native session (nullptr for wasm) and the wasm host (nullptr
+  // otherwise), for memory figures.
+  const Gpt2Session* session() const { return native_.get(); }
+  WasmHost* wasm_host() { return wasm_.get(); }
 
  private:
   int threads_;

@@ -32,6 +32,12 @@ int main(int argc, char** argv) {
       lockstep::cli::add_bench);
   add("train", "train a tiny model deterministically on Tiny Shakespeare",
       lockstep::cli::add_train);
+  add("verify", "every backend, every logit and cache word, byte for byte",
+      lockstep::cli::add_verify);
+  add("bisect", "the first layer and operation where verify bundles differ",
+      lockstep::cli::add_bisect);
+  add("dump", "every layer's intermediate tensors as safetensors",
+      lockstep::cli::add_dump);
   // A first word that is neither a flag nor a command gets a plain message
   // (CLI11 would only say that a subcommand is required).
   if (argc > 1 && argv[1][0] != '-') {

@@ -4,8 +4,9 @@
  * residual, ln_2, MLP, residual). The cached step runs them position-major
  * through one row of the cache; the full pass runs them layer-major over
  * all positions. Same operations, same operands, so the same bits. */
-#include "ls_arith.h"
 #include "ls_gpt2.h"
+
+#include "ls_arith.h"
 #include "ls_gpt2_pass.h"
 #include "ls_ops32.h"
 
@@ -123,6 +124,25 @@ static ls_work ls_carve(const ls_gpt2_config* c, float* s) {
   return k;
 }
 
+/* An observer of the layer pass (ls_gpt2_infer_observed) and the layer it
+ * is in; NULL everywhere else, so an unobserved pass pays one test of a
+ * null pointer per operation. */
+typedef struct {
+  ls_gpt2_observer fn;
+  void* user;
+  int layer;
+} ls_obs;
+
+/* Rows first .. first+n-1 of a [n][width] tensor, one call per position. */
+static void ls_observe_rows(const ls_obs* ob, ls_gpt2_tap tap, int first,
+                            const float* rows, int n, size_t width) {
+  if (!ob) return;
+  for (int t = 0; t < n; ++t) {
+    ob->fn(ob->user, ob->layer, tap, first + t, -1, rows + (size_t)t * width,
+           width);
+  }
+}
+
 /* §6: h = LayerNorm(x; ln_1), qkv = h . c_attn + b. */
 static ls_status ls_attn_inputs(const ls_gpt2_model* m, int l,
                                 const ls_gpt2_norms* p, const float* x,
@@ -135,7 +155,7 @@ static ls_status ls_attn_inputs(const ls_gpt2_model* m, int l,
  * value j at values + j*stride; output a[C]. */
 static void ls_attend(const ls_gpt2_config* c, const float* q,
                       const float* keys, const float* values, size_t stride,
-                      int t, ls_work* k) {
+                      int t, ls_work* k, const ls_obs* ob) {
   const int D = c->n_embd / c->n_head;
   /* sqrt(D) correctly rounded; 8 exactly for GPT-2's D = 64. */
   const float scale = __builtin_sqrtf((float)D);
@@ -145,7 +165,15 @@ static void ls_attend(const ls_gpt2_config* c, const float* q,
       k->score[j] =
           ls_dot32(q + off, keys + (size_t)j * stride + off, D, 1) / scale;
     }
+    if (ob) {
+      ob->fn(ob->user, ob->layer, LS_TAP_ATT_SCORE, t, hd, k->score,
+             (size_t)t + 1);
+    }
     ls_softmax32(k->score, t + 1, k->score);
+    if (ob) {
+      ob->fn(ob->user, ob->layer, LS_TAP_ATT_PROB, t, hd, k->score,
+             (size_t)t + 1);
+    }
     /* §2.5: each a[d] starts at +0.0 and adds p[j] * v_j[d] for j in
      * order. Positions are the outer loop so that each position's values
      * are read once, contiguously (a cache row is n_layer * 2C floats
@@ -293,7 +321,7 @@ ls_status ls_gpt2_model_step(const ls_gpt2_model* m, float* cache,
     float* kv = cache + (size_t)position * row + (size_t)l * 2 * C;
     for (size_t i = 0; i < 2 * C; ++i) kv[i] = qkv[C + i];
     const float* keys = cache + (size_t)l * 2 * C;
-    ls_attend(c, qkv, keys, keys + C, row, position, &k);
+    ls_attend(c, qkv, keys, keys + C, row, position, &k, 0);
     s = ls_block_tail(m, l, &p, x, &k);
     if (s != LS_OK) return s;
   }
@@ -311,8 +339,8 @@ ls_status ls_gpt2_model_step(const ls_gpt2_model* m, float* cache,
  * position's when all_positions. Scratch: ls_gpt2_infer_scratch_floats. */
 static ls_status ls_layer_pass(const ls_gpt2_model* m, float* cache,
                                const int32_t* tokens, int n, int32_t first,
-                               int all_positions, float* scratch,
-                               float* logits) {
+                               int all_positions, float* scratch, float* logits,
+                               ls_gpt2_observer observer, void* user) {
   const ls_gpt2_config* c = m->c;
   const size_t C = (size_t)c->n_embd, N = (size_t)n;
   const size_t row = ls_gpt2_cache_row_floats(c);
@@ -323,18 +351,24 @@ static ls_status ls_layer_pass(const ls_gpt2_model* m, float* cache,
   float* ys = as + N * C;       /* [n][C] projection outputs */
   float* fs = ys + N * C;       /* [n][4C] MLP hidden */
   ls_work k = ls_carve(c, fs + N * 4 * C);
+  ls_obs obs = {observer, user, -1};
+  const ls_obs* ob = observer ? &obs : 0;
   for (int t = 0; t < n; ++t) {
     m->embed(m, tokens[t], first + t, xs + (size_t)t * C);
   }
+  ls_observe_rows(ob, LS_TAP_EMBED, first, xs, n, C);
   for (int l = 0; l < c->n_layer; ++l) {
     const ls_gpt2_norms p = m->norms(m, l);
     ls_status s;
+    obs.layer = l;
     /* §6: h = LayerNorm(x; ln_1), qkv = h . c_attn + b. */
     for (size_t t = 0; t < N; ++t) {
       ls_layernorm32(xs + t * C, p.ln1_g, p.ln1_b, (int)C, hs + t * C);
     }
+    ls_observe_rows(ob, LS_TAP_LN1, first, hs, n, C);
     s = m->project(m, l, LS_PROJ_ATTN, hs, n, k.partial, qkvs);
     if (s != LS_OK) return s;
+    ls_observe_rows(ob, LS_TAP_QKV, first, qkvs, n, 3 * C);
     /* Attention; with a cache, this layer's keys and values go there
      * first. */
     const float* keys = qkvs + C;
@@ -351,39 +385,53 @@ static ls_status ls_layer_pass(const ls_gpt2_model* m, float* cache,
     }
     for (int t = 0; t < n; ++t) {
       ls_attend(c, qkvs + (size_t)t * 3 * C, keys, values, stride, before + t,
-                &k);
+                &k, ob);
       for (size_t i = 0; i < C; ++i) as[(size_t)t * C + i] = k.a[i];
     }
+    ls_observe_rows(ob, LS_TAP_ATT_OUT, first, as, n, C);
     /* §6 block tail: x += a . c_proj + b; x += gelu(LN(x; ln_2) . c_fc +
      * b) . c_proj + b. */
     s = m->project(m, l, LS_PROJ_PROJ, as, n, k.partial, ys);
     if (s != LS_OK) return s;
+    ls_observe_rows(ob, LS_TAP_PROJ, first, ys, n, C);
     for (size_t t = 0; t < N; ++t) {
       float* x = xs + t * C;
       for (size_t i = 0; i < C; ++i) x[i] = x[i] + ys[t * C + i];
       ls_layernorm32(x, p.ln2_g, p.ln2_b, (int)C, hs + t * C);
     }
+    ls_observe_rows(ob, LS_TAP_RES1, first, xs, n, C);
+    ls_observe_rows(ob, LS_TAP_LN2, first, hs, n, C);
     s = m->project(m, l, LS_PROJ_FC, hs, n, k.partial, fs);
     if (s != LS_OK) return s;
+    ls_observe_rows(ob, LS_TAP_FC, first, fs, n, 4 * C);
     for (size_t i = 0; i < N * 4 * C; ++i) fs[i] = ls_gelu32(fs[i]);
+    ls_observe_rows(ob, LS_TAP_GELU, first, fs, n, 4 * C);
     s = m->project(m, l, LS_PROJ_OUT, fs, n, k.partial, ys);
     if (s != LS_OK) return s;
+    ls_observe_rows(ob, LS_TAP_MLP_OUT, first, ys, n, C);
     for (size_t i = 0; i < N * C; ++i) xs[i] = xs[i] + ys[i];
+    ls_observe_rows(ob, LS_TAP_RES2, first, xs, n, C);
   }
+  obs.layer = c->n_layer;
   if (!all_positions) {
     return ls_logits(m, xs + (size_t)(n - 1) * C, &k, logits);
   }
   for (int t = 0; t < n; ++t) {
-    const ls_status s = ls_logits(m, xs + (size_t)t * C, &k,
-                                  logits + (size_t)t * (size_t)c->n_vocab);
+    float* row = logits + (size_t)t * (size_t)c->n_vocab;
+    const ls_status s = ls_logits(m, xs + (size_t)t * C, &k, row);
     if (s != LS_OK) return s;
+    /* ls_logits leaves LayerNorm(x; ln_f) in k.h. */
+    ls_observe_rows(ob, LS_TAP_LNF, first + t, k.h, 1, C);
+    ls_observe_rows(ob, LS_TAP_LOGITS, first + t, row, 1, (size_t)c->n_vocab);
   }
   return LS_OK;
 }
 
-ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
-                        const int32_t* tokens, int n, float* scratch,
-                        size_t n_scratch, float* logits) {
+/* The full-prefix pass's argument checks, shared with the observed pass. */
+static ls_status ls_infer_check(const ls_gpt2_config* c, const float* w,
+                                size_t n_w, const int32_t* tokens, int n,
+                                const float* scratch, size_t n_scratch,
+                                const float* logits) {
   if (!ls_gpt2_config_valid(c)) return LS_ERR_CONFIG;
   if (!w || !scratch || !logits || (n > 0 && !tokens)) return LS_ERR_NULL;
   if (n_w != ls_gpt2_param_count(c)) return LS_ERR_WEIGHT_COUNT;
@@ -393,8 +441,29 @@ ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
     if (tokens[t] < 0 || tokens[t] >= c->n_vocab) return LS_ERR_TOKEN;
   }
   if (n_scratch < ls_gpt2_infer_scratch_floats(c, n)) return LS_ERR_SCRATCH;
+  return LS_OK;
+}
+
+ls_status ls_gpt2_infer(const ls_gpt2_config* c, const float* w, size_t n_w,
+                        const int32_t* tokens, int n, float* scratch,
+                        size_t n_scratch, float* logits) {
+  const ls_status s =
+      ls_infer_check(c, w, n_w, tokens, n, scratch, n_scratch, logits);
+  if (s != LS_OK) return s;
   const ls_gpt2_model m = ls_model32(c, w);
-  return ls_layer_pass(&m, 0, tokens, n, 0, 0, scratch, logits);
+  return ls_layer_pass(&m, 0, tokens, n, 0, 0, scratch, logits, 0, 0);
+}
+
+ls_status ls_gpt2_infer_observed(const ls_gpt2_config* c, const float* w,
+                                 size_t n_w, const int32_t* tokens, int n,
+                                 float* scratch, size_t n_scratch,
+                                 float* logits, ls_gpt2_observer observer,
+                                 void* user) {
+  const ls_status s =
+      ls_infer_check(c, w, n_w, tokens, n, scratch, n_scratch, logits);
+  if (s != LS_OK) return s;
+  const ls_gpt2_model m = ls_model32(c, w);
+  return ls_layer_pass(&m, 0, tokens, n, 0, 1, scratch, logits, observer, user);
 }
 
 ls_status ls_gpt2_prefill(const ls_gpt2_config* c, const float* w, size_t n_w,
@@ -421,12 +490,12 @@ ls_status ls_gpt2_prefill(const ls_gpt2_config* c, const float* w, size_t n_w,
   if (n_scratch < ls_gpt2_infer_scratch_floats(c, n)) return LS_ERR_SCRATCH;
   const ls_gpt2_model m = ls_model32(c, w);
   return ls_layer_pass(&m, cache, tokens, n, position, all_positions, scratch,
-                       logits);
+                       logits, 0, 0);
 }
 
 ls_status ls_gpt2_model_pass(const ls_gpt2_model* m, float* cache,
                              const int32_t* tokens, int n, int32_t first,
                              int all_positions, float* scratch, float* logits) {
   return ls_layer_pass(m, cache, tokens, n, first, all_positions, scratch,
-                       logits);
+                       logits, 0, 0);
 }

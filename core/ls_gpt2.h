@@ -89,6 +89,43 @@ ls_status ls_gpt2_prefill(const ls_gpt2_config* c, const float* w, size_t n_w,
                           int all_positions, float* scratch, size_t n_scratch,
                           float* logits);
 
+/* Named intermediate tensors of a layer pass (lockstep dump, lockstep
+ * verify; docs/verify.md). An observer sees each operation's output as it
+ * is computed; it reads, never writes, so the bits are those of the
+ * unobserved pass. Layer -1: the embedding; n_layer: ln_f and logits. */
+typedef enum {
+  LS_TAP_EMBED,     /* x = wte[token] + wpe[position]        [C]   */
+  LS_TAP_LN1,       /* LayerNorm(x; ln_1)                    [C]   */
+  LS_TAP_QKV,       /* c_attn output, q | k | v              [3C]  */
+  LS_TAP_ATT_SCORE, /* q.k_j / sqrt(D), j = 0..t, per head   [t+1] */
+  LS_TAP_ATT_PROB,  /* softmax of the scores, per head       [t+1] */
+  LS_TAP_ATT_OUT,   /* attention output, heads concatenated  [C]   */
+  LS_TAP_PROJ,      /* attention c_proj output               [C]   */
+  LS_TAP_RES1,      /* x after the attention residual        [C]   */
+  LS_TAP_LN2,       /* LayerNorm(x; ln_2)                    [C]   */
+  LS_TAP_FC,        /* c_fc output                           [4C]  */
+  LS_TAP_GELU,      /* GELU of it                            [4C]  */
+  LS_TAP_MLP_OUT,   /* MLP c_proj output                     [C]   */
+  LS_TAP_RES2,      /* x after the MLP residual              [C]   */
+  LS_TAP_LNF,       /* LayerNorm(x; ln_f)                    [C]   */
+  LS_TAP_LOGITS,    /* logits                                [V]   */
+  LS_TAP_COUNT
+} ls_gpt2_tap;
+
+/* Called once per position (and head, for the attention taps; head is -1
+ * otherwise) with the n floats of one tap, in the pass's own order. */
+typedef void (*ls_gpt2_observer)(void* user, int layer, ls_gpt2_tap tap,
+                                 int position, int head, const float* data,
+                                 size_t n);
+
+/* ls_gpt2_infer with every position's logits (n * n_vocab floats) and the
+ * observer called on every tap; the same bits as ls_gpt2_infer. */
+ls_status ls_gpt2_infer_observed(const ls_gpt2_config* c, const float* w,
+                                 size_t n_w, const int32_t* tokens, int n,
+                                 float* scratch, size_t n_scratch,
+                                 float* logits, ls_gpt2_observer observer,
+                                 void* user);
+
 /* 1 when every weight is finite. */
 int ls_gpt2_weights_finite(const float* w, size_t n_w);
 

@@ -30,24 +30,45 @@ std::string to_hex(const Sha256& digest) {
   return s;
 }
 
+Sha256Hasher::Sha256Hasher() : ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(),
+                                 nullptr) != 1) {
+    EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_));
+    throw Error("SHA-256: OpenSSL initialisation failed");
+  }
+}
+
+Sha256Hasher::~Sha256Hasher() {
+  EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_));
+}
+
+void Sha256Hasher::update(const void* data, size_t n) {
+  if (n > 0 && EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n) != 1) {
+    throw Error("SHA-256: OpenSSL EVP_DigestUpdate failed");
+  }
+}
+
+Sha256 Sha256Hasher::finish() {
+  auto* ctx = static_cast<EVP_MD_CTX*>(ctx_);
+  Sha256 out{};
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx, out.data(), &len) != 1 || len != out.size() ||
+      EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
+    throw Error("SHA-256: OpenSSL EVP_DigestFinal failed");
+  }
+  return out;
+}
+
 std::string sha256_file_hex(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open '" + path + "' for reading");
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
-    EVP_MD_CTX_free(ctx);
-    throw Error("SHA-256: OpenSSL initialisation failed");
-  }
+  Sha256Hasher digest;
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx, buf.data(), in.gcount());
+    if (in.gcount() > 0) digest.update(buf.data(), size_t(in.gcount()));
   }
-  Sha256 out{};
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, out.data(), &len);
-  EVP_MD_CTX_free(ctx);
-  return to_hex(out);
+  return to_hex(digest.finish());
 }
 
 }  // namespace lockstep

@@ -1,0 +1,361 @@
+// lockstep verify: every backend over seeded contexts, every logit and
+// cache word compared byte for byte across the cached step, the full-prefix
+// pass and the prefill, and across backends; an evidence bundle; --against
+// an earlier bundle. lockstep bisect: where two bundles (or two backends of
+// one) first differ. docs/verify.md.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "backends/backend.h"
+#include "cli/commands.h"
+#include "cli/generate_args.h"
+#include "cli/model_args.h"
+#include "cli/progress.h"
+#include "formats/gpt2_checkpoint.h"
+#include "hosts/native/wasm_host.h"
+#include "lib/verify.h"
+#include "lib/verify_bundle.h"
+#include "lockstep/error.h"
+#include "lockstep/paths.h"
+#include "tokenizer/bpe.h"
+
+namespace lockstep::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct VerifyArgs {
+  ModelArgs model;
+  VerifyOptions options;
+  std::string backends;  // comma-separated; empty: every available one
+  std::string threads = "0";
+  std::string bundle, against;
+  bool bisect = false, quiet = false;
+  std::string command;
+};
+
+std::vector<std::string> split_list(const std::string& s, const char* what) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) throw Error(std::string("empty item in ") + what);
+    out.push_back(item);
+  }
+  if (out.empty()) throw Error(std::string("empty ") + what);
+  return out;
+}
+
+// True when this build made the WebAssembly module and node can run it.
+bool wasm_available() {
+  if (wasm_module_sha256() == "(not built)") return false;
+  if (!fs::exists(wasm_module_path())) return false;
+  const char* path = std::getenv("PATH");
+  std::stringstream in(path ? path : "");
+  std::string dir;
+  while (std::getline(in, dir, ':')) {
+    if (!dir.empty() && access((dir + "/node").c_str(), X_OK) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A packed copy of HF weights for the wasm backend, removed afterwards.
+struct TempPacked {
+  std::string path;
+  ~TempPacked() {
+    if (!path.empty()) {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  }
+};
+
+// 1234567 -> "1,234,567".
+std::string human(uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string s;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s.push_back(',');
+    s.push_back(digits[i]);
+  }
+  return s;
+}
+
+int run(VerifyArgs& a) {
+  if (a.model.kind() != ModelKind::kGpt2) {
+    throw Error(
+        "lockstep verify is for GPT-2 models (an HF folder or a packed "
+        "file); the tiny models have one backend and their own tests");
+  }
+  nlohmann::json before;
+  if (!a.against.empty()) {
+    before = read_verify_record(a.against);
+    const VerifyOptions o = options_from_record(before);
+    a.options.contexts = o.contexts;
+    a.options.min_length = o.min_length;
+    a.options.max_length = o.max_length;
+    a.options.seed = o.seed;
+    a.options.completion_tokens = o.completion_tokens;
+    a.options.op_hashes = o.op_hashes;
+  }
+  const std::string path = a.model.path();
+  // The one place weights are loaded. An int8 file joins here once its
+  // loader exists: it would give the backends their int8 view and the
+  // reference pass its dequantising twin (docs/verify.md, "int8").
+  Gpt2Weights w = load_gpt2(path);
+  const std::string given_format = w.format;
+
+  std::vector<std::string> names;
+  if (a.backends.empty()) {
+    names = backends::available_gpt2_backends();
+    if (wasm_available()) names.push_back("wasm");
+  } else {
+    names = split_list(a.backends, "--backends");
+    for (const std::string& n : names) {
+      if (n == "wasm" && !wasm_available()) {
+        throw Error(
+            "--backends wasm: this build has no WebAssembly module or node "
+            "is not on PATH (docs/wasm.md)");
+      }
+    }
+  }
+  a.options.backends = names;
+  a.options.threads.clear();
+  for (const std::string& t : split_list(a.threads, "--threads")) {
+    size_t used = 0;
+    int v = -1;
+    try {
+      v = std::stoi(t, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != t.size() || v < 0 || v > 256) {
+      throw Error("--threads: '" + t + "' is not a count in 0..256");
+    }
+    a.options.threads.push_back(v);
+  }
+
+  // The wasm backend reads packed files only: an HF folder is packed to a
+  // temporary file (plain layout, the same weights) and every backend runs
+  // from it.
+  TempPacked temp;
+  std::string run_path = path;
+  bool uses_wasm = false;
+  for (const auto& n : names) uses_wasm = uses_wasm || n == "wasm";
+  if (uses_wasm && w.format != "packed") {
+    temp.path = (fs::temp_directory_path() /
+                 ("lockstep-verify-" + std::to_string(getpid()) + ".lockstep"))
+                    .string();
+    write_gpt2_packed(temp.path, w.config, w.data(), w.words());
+    w = load_gpt2(temp.path);
+    run_path = temp.path;
+  }
+  const ls_gpt2_config& c = w.config;
+
+  const std::string gpt2_dir = data_dir() + "/gpt2";
+  const std::string text_path = data_dir() + "/tinyshakespeare.txt";
+  const Tokenizer tok = Tokenizer::load(gpt2_dir);
+  const std::vector<VerifyContext> contexts =
+      make_verify_contexts(c, tok, read_all_bytes(text_path), a.options);
+
+  std::unique_ptr<ProgressBar> bar;
+  const VerifyProgress progress = [&](long done, long total,
+                                      const std::string& status) {
+    if (a.quiet) return;
+    if (!bar) bar = std::make_unique<ProgressBar>("verify", total);
+    bar->update(done, status);
+  };
+  const VerifyResult r =
+      run_verify(w, run_path, contexts, tok, a.options, progress);
+  if (bar) bar->finish();
+
+  const bool pass = r.mismatches == 0;
+  std::string backends_run;
+  for (const auto& b : r.backends) {
+    backends_run += (backends_run.empty() ? "" : ", ") + b.name;
+  }
+  const int max_len = a.options.max_length > 0
+                          ? std::min(a.options.max_length, c.n_ctx)
+                          : c.n_ctx;
+  std::printf("lockstep verify: %s\n", pass ? "PASSED" : "FAILED");
+  std::printf(
+      "  model                 %s (%s, %d layers, n_embd %d, n_ctx %d)\n",
+      a.model.label().c_str(), given_format.c_str(), c.n_layer, c.n_embd,
+      c.n_ctx);
+  std::printf("  backends              %s\n", backends_run.c_str());
+  std::printf(
+      "  contexts              %d (%s positions; seed %llu; lengths "
+      "%d..%d)\n",
+      r.contexts, human(r.positions).c_str(),
+      (unsigned long long)a.options.seed,
+      std::clamp(a.options.min_length, 1, max_len), max_len);
+  std::printf(
+      "  paths                 cached step, full-prefix pass, prefill "
+      "(whole and chunked)%s\n",
+      a.options.op_hashes ? ", observed reference pass" : "");
+  std::printf("  logits compared       %s\n", human(r.logits_compared).c_str());
+  std::printf("  cache words compared  %s\n",
+              human(r.cache_words_compared).c_str());
+  std::printf("  mismatches            %s\n", human(r.mismatches).c_str());
+  if (r.first) {
+    std::printf("  first mismatch        %s\n", r.first->describe().c_str());
+  }
+
+  VerifyProvenance p;
+  p.command = a.command;
+  p.model = a.model.label();
+  p.files.push_back({"lockstep binary", "/proc/self/exe"});
+  if (uses_wasm) p.files.push_back({"wasm module", wasm_module_path()});
+  if (fs::is_directory(path)) {
+    p.files.push_back(
+        {"config.json", (fs::path(path) / "config.json").string()});
+    p.files.push_back(
+        {"model.safetensors", (fs::path(path) / "model.safetensors").string()});
+  } else {
+    p.files.push_back({"weights", path});
+  }
+  p.files.push_back({"encoder.json", gpt2_dir + "/encoder.json"});
+  p.files.push_back({"vocab.bpe", gpt2_dir + "/vocab.bpe"});
+  p.files.push_back({"tinyshakespeare.txt", text_path});
+  nlohmann::json record = verify_record(r, a.options, w, p);
+  if (!temp.path.empty()) {
+    record["model"]["format"] = given_format + " (run from a packed copy)";
+  }
+  if (a.bisect) {
+    const std::vector<std::string> lines = bisect_backends(record);
+    for (const auto& l : lines)
+      std::printf("  bisect                %s\n", l.c_str());
+    if (lines.empty())
+      std::printf("  bisect                every backend's digests agree\n");
+  }
+  if (!a.bundle.empty()) {
+    write_verify_bundle(a.bundle, record);
+    std::printf(
+        "  bundle                %s (record.json, report.md, steps.svg)\n",
+        a.bundle.c_str());
+  }
+  int rc = pass ? 0 : 1;
+  if (!a.against.empty()) {
+    const std::vector<std::string> diffs = compare_records(before, record);
+    if (diffs.empty()) {
+      std::printf("  against               %s: every digest agrees\n",
+                  a.against.c_str());
+    } else {
+      for (const auto& d : diffs) {
+        std::printf("  against               DIFFERS: %s\n", d.c_str());
+      }
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
+int run_bisect(const std::vector<std::string>& bundles) {
+  std::vector<std::string> lines;
+  if (bundles.size() == 1) {
+    lines = bisect_backends(read_verify_record(bundles[0]));
+  } else {
+    lines = bisect_records(read_verify_record(bundles[0]),
+                           read_verify_record(bundles[1]));
+  }
+  if (lines.empty()) {
+    std::printf("no difference: every digest agrees\n");
+    return 0;
+  }
+  for (const auto& l : lines) std::printf("%s\n", l.c_str());
+  return 1;
+}
+
+std::string joined_args() {
+  // The command line as given, for the record (from /proc/self/cmdline).
+  std::FILE* f = std::fopen("/proc/self/cmdline", "rb");
+  if (!f) return "lockstep verify";
+  std::string s;
+  int ch;
+  while ((ch = std::fgetc(f)) != EOF) s.push_back(ch == 0 ? ' ' : char(ch));
+  std::fclose(f);
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Action add_verify(CLI::App& app) {
+  auto a = std::make_shared<VerifyArgs>();
+  a->model.add(app);
+  app.add_option("--contexts", a->options.contexts,
+                 "prompts to run (alternately Tiny Shakespeare and random ids)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--max-length", a->options.max_length,
+                 "longest context in tokens; 0: n_ctx (the first context has "
+                 "this length)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--min-length", a->options.min_length, "shortest context")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--seed", a->options.seed, "seed of lengths, offsets, ids")
+      ->capture_default_str();
+  app.add_option("--backends", a->backends,
+                 "comma-separated: reference, cpu, cpu-avx512, cpu-avx2, "
+                 "cpu-generic, wasm; default: every one this machine and "
+                 "build can run");
+  app.add_option("--threads", a->threads,
+                 "comma-separated thread counts for each cpu backend (0: all "
+                 "cores); every count is run")
+      ->capture_default_str();
+  app.add_option("--completion-tokens", a->options.completion_tokens,
+                 "greedy tokens per completion prompt")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_flag(
+      "--no-op-hashes", [a](int64_t) { a->options.op_hashes = false; },
+      "skip the reference's per-operation digests (one pass less)");
+  app.add_option("--bundle", a->bundle,
+                 "write DIR/record.json, report.md and steps.svg");
+  app.add_option("--against", a->against,
+                 "an earlier bundle (folder or record.json): run with its "
+                 "settings and check every digest")
+      ->check(CLI::ExistingPath);
+  app.add_flag("--bisect", a->bisect,
+               "name the first layer and operation where backends differ");
+  app.add_flag("--quiet,-q", a->quiet, "no progress bar");
+  app.footer(
+      "Cost: every backend runs each context four ways (cached step, full "
+      "pass,\nwhole and chunked prefill), plus one observed reference pass. "
+      "For a 124M\nmodel on 2 cores start with --contexts 4 --max-length 64 "
+      "(docs/verify.md).\n\n"
+      "Examples:\n"
+      "  lockstep verify --model tests/data/hf-gpt2-A --contexts 16\n"
+      "  lockstep verify --model gpt2.lockstep --contexts 4 --max-length 64 "
+      "--bundle ev\n"
+      "  lockstep verify --model gpt2.lockstep --against ev");
+  return [a]() {
+    a->command = joined_args();
+    return run(*a);
+  };
+}
+
+Action add_bisect(CLI::App& app) {
+  auto bundles = std::make_shared<std::vector<std::string>>();
+  app.add_option("bundles", *bundles,
+                 "one bundle (its backends compared) or two (compared with "
+                 "each other)")
+      ->required()
+      ->expected(1, 2)
+      ->check(CLI::ExistingPath);
+  app.footer(
+      "Names the first layer and operation where the digests differ: the "
+      "reference's\noperations in pass order (embed, h0.ln1, h0.qkv, ..., "
+      "ln_f, logits), then each\nbackend's per-layer keys and values and "
+      "its logits. Exit 1 when something differs.");
+  return [bundles]() { return run_bisect(*bundles); };
+}
+
+}  // namespace lockstep::cli

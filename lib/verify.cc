@@ -1,0 +1,548 @@
+#include "lib/verify.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "backends/backend.h"
+#include "cli/gpt2_runner.h"
+#include "formats/sha256.h"
+#include "lockstep/error.h"
+#include "lockstep/sampling.h"
+#include "ls_gpt2_layout.h"
+#include "tokenizer/bpe.h"
+
+namespace lockstep {
+namespace {
+
+// splitmix64: a seeded stream that is the same on every machine (the
+// standard library's distributions are not).
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [lo, hi] (the tiny modulo bias does not matter here).
+  int64_t in(int64_t lo, int64_t hi) {
+    return lo + int64_t(next() % uint64_t(hi - lo + 1));
+  }
+};
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// /proc/self/status fields in bytes (0 where unavailable).
+uint64_t proc_status_bytes(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      return uint64_t(
+                 std::strtoull(line.c_str() + std::strlen(key), nullptr, 10)) *
+             1024;
+    }
+  }
+  return 0;
+}
+
+// Resets the peak resident size (VmHWM) so that each backend's peak is its
+// own; Linux >= 4.0. Ignored where not permitted.
+void reset_peak_rss() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+}
+
+constexpr ls_gpt2_tap kLayerTaps[] = {
+    LS_TAP_LN1,     LS_TAP_QKV,  LS_TAP_ATT_SCORE, LS_TAP_ATT_PROB,
+    LS_TAP_ATT_OUT, LS_TAP_PROJ, LS_TAP_RES1,      LS_TAP_LN2,
+    LS_TAP_FC,      LS_TAP_GELU, LS_TAP_MLP_OUT,   LS_TAP_RES2};
+constexpr int kLayerTapCount = int(std::size(kLayerTaps));
+
+// The slot of (layer, tap) in pass order: embed, each layer's taps, ln_f,
+// logits.
+int tap_slot(int n_layer, int layer, ls_gpt2_tap tap) {
+  if (tap == LS_TAP_EMBED) return 0;
+  if (tap == LS_TAP_LNF) return 1 + n_layer * kLayerTapCount;
+  if (tap == LS_TAP_LOGITS) return 2 + n_layer * kLayerTapCount;
+  return 1 + layer * kLayerTapCount + (int(tap) - int(LS_TAP_LN1));
+}
+
+// "h<layer>.<op>", built by appending (GCC 12's -Wrestrict misfires on
+// chains of std::string operator+).
+std::string layer_op(int layer, const char* op) {
+  std::string s = "h";
+  s += std::to_string(layer);
+  s += '.';
+  s += op;
+  return s;
+}
+
+std::vector<std::string> tap_slot_names(int n_layer) {
+  std::vector<std::string> names{"embed"};
+  for (int l = 0; l < n_layer; ++l) {
+    for (ls_gpt2_tap t : kLayerTaps) names.push_back(gpt2_op_name(l, t));
+  }
+  names.push_back("ln_f");
+  names.push_back("logits");
+  return names;
+}
+
+struct OpHasher {
+  int n_layer;
+  std::vector<Sha256Hasher> streams;
+  static void observe(void* user, int layer, ls_gpt2_tap tap, int, int,
+                      const float* data, size_t n) {
+    auto* h = static_cast<OpHasher*>(user);
+    h->streams[size_t(tap_slot(h->n_layer, layer, tap))].update(
+        data, n * sizeof(float));
+  }
+};
+
+// The backends as run: each cpu backend once per thread count.
+struct Planned {
+  std::string name;
+  int threads;
+};
+
+std::vector<Planned> plan_backends(const VerifyOptions& o) {
+  std::vector<Planned> out;
+  for (const std::string& b : o.backends) {
+    if (b.rfind("cpu", 0) == 0) {
+      for (int t : o.threads) out.push_back({b, t});
+    } else {
+      out.push_back({b, 1});
+    }
+  }
+  return out;
+}
+
+// One backend's cached path over a context: every position's logits and
+// the cache. Times each step when step_ms is given.
+void run_steps(cli::Gpt2Runner& r, const std::vector<int32_t>& tokens, size_t V,
+               std::vector<float>& logits, std::vector<uint8_t>& kv,
+               std::vector<double>* step_ms) {
+  r.reset();
+  logits.resize(tokens.size() * V);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::span<const float> l = r.step(tokens[t]);
+    if (step_ms) {
+      step_ms->push_back(std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count());
+    }
+    std::memcpy(logits.data() + t * V, l.data(), V * sizeof(float));
+  }
+  kv = r.cache_bytes();
+}
+
+std::vector<Completion> complete(cli::Gpt2Runner& r, const Tokenizer& tok,
+                                 const ls_gpt2_config& c, int n) {
+  static const char* kPrompts[] = {"ROMEO:", "First Citizen:\nBefore we"};
+  std::vector<Completion> out;
+  for (const char* p : kPrompts) {
+    Completion cm;
+    cm.prompt = p;
+    std::vector<int32_t> ids = tok.encode(p);
+    if (ids.size() >= size_t(c.n_ctx)) ids.resize(size_t(c.n_ctx) - 1);
+    const int room = c.n_ctx - int(ids.size());
+    Sampler greedy(SamplerOptions{}, c.n_vocab);
+    r.reset();
+    std::span<const float> l = r.prefill(ids);
+    for (int i = 0; i < std::min(n, room); ++i) {
+      const int32_t next = greedy.next(l);
+      cm.tokens.push_back(next);
+      if (i + 1 < std::min(n, room)) l = r.step(next);
+    }
+    cm.text = tok.decode(cm.tokens);
+    out.push_back(std::move(cm));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string gpt2_op_name(int layer, ls_gpt2_tap tap) {
+  if (tap == LS_TAP_EMBED || tap == LS_TAP_LNF || tap == LS_TAP_LOGITS) {
+    return gpt2_tap_name(tap);
+  }
+  return layer_op(layer, gpt2_tap_name(tap));
+}
+
+void VerifyComparer::logits(const float* a, const float* b, size_t rows,
+                            int first, int ci, const std::string& la,
+                            const std::string& lb) {
+  const size_t n = rows * size_t(c_.n_vocab);
+  r_.logits_compared += n;
+  if (std::memcmp(a, b, n * sizeof(float)) == 0) return;
+  for (size_t i = 0; i < n; ++i) {
+    if (bits_of(a[i]) == bits_of(b[i])) continue;
+    ++r_.mismatches;
+    if (r_.first) continue;
+    VerifyMismatch m;
+    m.what = "logits", m.a = la, m.b = lb, m.context = ci;
+    m.position = first + int(i / size_t(c_.n_vocab));
+    m.index = long(i % size_t(c_.n_vocab));
+    m.bits_a = bits_of(a[i]), m.bits_b = bits_of(b[i]);
+    r_.first = m;
+  }
+}
+
+void VerifyComparer::cache(const std::vector<uint8_t>& a,
+                           const std::vector<uint8_t>& b, int ci,
+                           const std::string& la, const std::string& lb) {
+  const size_t n = std::min(a.size(), b.size()) / 4;
+  r_.cache_words_compared += n;
+  if (a.size() != b.size()) {
+    ++r_.mismatches;
+    if (!r_.first) {
+      VerifyMismatch m;
+      m.what = "cache length", m.a = la, m.b = lb, m.context = ci;
+      m.index = long(a.size() / 4), m.bits_b = uint32_t(b.size() / 4);
+      r_.first = m;
+    }
+    return;
+  }
+  if (std::memcmp(a.data(), b.data(), a.size()) == 0) return;
+  const size_t C = size_t(c_.n_embd);
+  const size_t row = ls_gpt2_cache_row_floats(&c_);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t wa, wb;
+    std::memcpy(&wa, a.data() + 4 * i, 4);
+    std::memcpy(&wb, b.data() + 4 * i, 4);
+    if (wa == wb) continue;
+    ++r_.mismatches;
+    if (r_.first) continue;
+    VerifyMismatch m;
+    m.what = "cache", m.a = la, m.b = lb, m.context = ci;
+    m.position = int(i / row);
+    m.layer = int((i % row) / (2 * C));
+    m.part = (i % (2 * C)) < C ? "k" : "v";
+    m.index = long(i % C);
+    m.bits_a = wa, m.bits_b = wb;
+    r_.first = m;
+  }
+}
+
+const char* gpt2_tap_name(ls_gpt2_tap tap) {
+  switch (tap) {
+    case LS_TAP_EMBED:
+      return "embed";
+    case LS_TAP_LN1:
+      return "ln1";
+    case LS_TAP_QKV:
+      return "qkv";
+    case LS_TAP_ATT_SCORE:
+      return "att_score";
+    case LS_TAP_ATT_PROB:
+      return "att_prob";
+    case LS_TAP_ATT_OUT:
+      return "att_out";
+    case LS_TAP_PROJ:
+      return "proj";
+    case LS_TAP_RES1:
+      return "res1";
+    case LS_TAP_LN2:
+      return "ln2";
+    case LS_TAP_FC:
+      return "fc";
+    case LS_TAP_GELU:
+      return "gelu";
+    case LS_TAP_MLP_OUT:
+      return "mlp_out";
+    case LS_TAP_RES2:
+      return "res2";
+    case LS_TAP_LNF:
+      return "ln_f";
+    case LS_TAP_LOGITS:
+      return "logits";
+    default:
+      return "?";
+  }
+}
+
+std::string VerifyMismatch::describe() const {
+  char buf[512];
+  if (what == "cache length") {
+    std::snprintf(buf, sizeof buf,
+                  "context %d: cache of %s holds %ld words, of %s %u", context,
+                  a.c_str(), index, b.c_str(), bits_b);
+  } else if (what == "cache") {
+    std::snprintf(buf, sizeof buf,
+                  "context %d, position %d, layer %d, %s[%ld]: %s 0x%08x, "
+                  "%s 0x%08x",
+                  context, position, layer, part.c_str(), index, a.c_str(),
+                  bits_a, b.c_str(), bits_b);
+  } else if (what == "completion") {
+    std::snprintf(buf, sizeof buf,
+                  "completion %d: %s and %s generate different tokens", context,
+                  a.c_str(), b.c_str());
+  } else if (what == "observed logits") {
+    std::snprintf(buf, sizeof buf,
+                  "the logits of the %s differ from %s (by SHA-256 over all "
+                  "contexts)",
+                  b.c_str(), a.c_str());
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "context %d, position %d, logit of token %ld: %s 0x%08x, "
+                  "%s 0x%08x",
+                  context, position, index, a.c_str(), bits_a, b.c_str(),
+                  bits_b);
+  }
+  return buf;
+}
+
+std::vector<VerifyContext> make_verify_contexts(const ls_gpt2_config& c,
+                                                const Tokenizer& tok,
+                                                const std::string& text,
+                                                const VerifyOptions& o) {
+  const int hi = o.max_length > 0 ? std::min(o.max_length, c.n_ctx) : c.n_ctx;
+  const int lo = std::clamp(o.min_length, 1, hi);
+  if (text.size() < 4096) {
+    throw Error("the context text is too short (" +
+                std::to_string(text.size()) + " bytes)");
+  }
+  Rng rng{o.seed};
+  std::vector<VerifyContext> out;
+  for (int i = 0; i < o.contexts; ++i) {
+    const int len = i == 0 ? hi : int(rng.in(lo, hi));
+    VerifyContext ctx;
+    if (i % 2 == 0) {
+      // Enough bytes for len tokens (BPE averages about 4 bytes a token on
+      // this text), doubled until it is.
+      size_t window = size_t(len) * 8 + 64;
+      const size_t offset = size_t(rng.in(0, int64_t(text.size() / 2)));
+      for (;;) {
+        window = std::min(window, text.size() - offset);
+        ctx.tokens = tok.encode(std::string_view(text).substr(offset, window));
+        if (ctx.tokens.size() >= size_t(len) || offset + window >= text.size())
+          break;
+        window *= 2;
+      }
+      if (ctx.tokens.size() < size_t(len)) {
+        throw Error("the context text holds too few tokens");
+      }
+      ctx.tokens.resize(size_t(len));
+      ctx.source = "shakespeare@" + std::to_string(offset);
+    } else {
+      for (int t = 0; t < len; ++t) {
+        ctx.tokens.push_back(int32_t(rng.in(0, c.n_vocab - 1)));
+      }
+      ctx.source = "random";
+    }
+    out.push_back(std::move(ctx));
+  }
+  return out;
+}
+
+std::vector<NamedHash> reference_op_hashes(
+    const ls_gpt2_config& c, const float* plain_weights, size_t words,
+    const std::vector<VerifyContext>& contexts) {
+  size_t longest = 1;
+  for (const auto& ctx : contexts)
+    longest = std::max(longest, ctx.tokens.size());
+  std::vector<float> scratch(ls_gpt2_infer_scratch_floats(&c, int(longest)));
+  std::vector<float> logits(longest * size_t(c.n_vocab));
+  const std::vector<std::string> names = tap_slot_names(c.n_layer);
+  OpHasher h{c.n_layer, {}};
+  for (size_t i = 0; i < names.size(); ++i) h.streams.emplace_back();
+  for (const auto& ctx : contexts) {
+    const ls_status s = ls_gpt2_infer_observed(
+        &c, plain_weights, words, ctx.tokens.data(), int(ctx.tokens.size()),
+        scratch.data(), scratch.size(), logits.data(), &OpHasher::observe, &h);
+    if (s != LS_OK) {
+      throw Error(std::string("reference pass: ") + ls_status_message(s));
+    }
+  }
+  std::vector<NamedHash> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out.push_back({names[i], to_hex(h.streams[i].finish())});
+  }
+  return out;
+}
+
+std::optional<std::string> first_difference(const std::vector<NamedHash>& a,
+                                            const std::vector<NamedHash>& b) {
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    if (i >= a.size()) return b[i].name + " (missing from the first)";
+    if (i >= b.size()) return a[i].name + " (missing from the second)";
+    if (a[i].name != b[i].name) {
+      return a[i].name + " (the second has " + b[i].name + " there)";
+    }
+    if (a[i].sha256 != b[i].sha256) return a[i].name;
+  }
+  return std::nullopt;
+}
+
+VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
+                        const std::vector<VerifyContext>& contexts,
+                        const Tokenizer& tok, const VerifyOptions& o,
+                        const VerifyProgress& progress) {
+  const ls_gpt2_config& c = w.config;
+  const size_t V = size_t(c.n_vocab), C = size_t(c.n_embd);
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  VerifyResult r;
+  r.contexts = int(contexts.size());
+  Sha256Hasher ctx_digest;
+  for (const auto& ctx : contexts) {
+    r.positions += ctx.tokens.size();
+    ctx_digest.update(ctx.tokens.data(), ctx.tokens.size() * 4);
+    r.context_sources.push_back(ctx.source);
+  }
+  r.contexts_sha256 = to_hex(ctx_digest.finish());
+
+  const std::vector<Planned> plan = plan_backends(o);
+  const long total = long(contexts.size()) * long(plan.size() + o.op_hashes);
+  long done = 0;
+  VerifyComparer cmp(c, r);
+  // Per context, the first backend's digests of its cached logits and
+  // cache: every later backend is compared with them.
+  std::vector<Sha256> base_logits(contexts.size()), base_cache(contexts.size());
+  std::vector<float> steps, base_steps;
+  std::vector<uint8_t> kv, base_kv;
+  for (size_t bi = 0; bi < plan.size(); ++bi) {
+    BackendRecord rec;
+    rec.requested = plan[bi].name;
+    reset_peak_rss();
+    const auto t0 = std::chrono::steady_clock::now();
+    cli::Gpt2Runner run(model_path, w, plan[bi].name, plan[bi].threads,
+                        c.n_ctx);
+    rec.name = run.backend_name();
+    rec.threads = run.threads();
+    const std::string label = rec.name;
+    Sha256Hasher logits_hash;
+    std::vector<Sha256Hasher> layer_hash(2 * size_t(c.n_layer));
+    for (size_t ci = 0; ci < contexts.size(); ++ci) {
+      const std::vector<int32_t>& tokens = contexts[ci].tokens;
+      const size_t L = tokens.size();
+      run_steps(run, tokens, V, steps, kv, ci == 0 ? &rec.step_ms : nullptr);
+      if (ci == 0) rec.warm_rss = proc_status_bytes("VmRSS:");
+      // The full-prefix pass: the last position's logits.
+      const std::span<const float> full = run.infer(tokens);
+      cmp.logits(steps.data() + (L - 1) * V, full.data(), 1, int(L - 1),
+                 int(ci), label + " cached", label + " full");
+      // The prefill, whole, then in seeded chunks.
+      run.reset();
+      const std::span<const float> whole = run.prefill(tokens, true);
+      cmp.logits(steps.data(), whole.data(), L, 0, int(ci), label + " cached",
+                 label + " prefill");
+      cmp.cache(kv, run.cache_bytes(), int(ci), label + " cached",
+                label + " prefill");
+      run.reset();
+      Rng chunks{o.seed ^ (0x5eedull + ci)};
+      for (size_t at = 0; at < L;) {
+        const size_t n =
+            size_t(chunks.in(1, std::max<int64_t>(1, int64_t(L) / 3)));
+        const size_t m = std::min(n, L - at);
+        const std::span<const float> part =
+            run.prefill({tokens.data() + at, m}, true);
+        cmp.logits(steps.data() + at * V, part.data(), m, int(at), int(ci),
+                   label + " cached", label + " chunked prefill");
+        at += m;
+      }
+      cmp.cache(kv, run.cache_bytes(), int(ci), label + " cached",
+                label + " chunked prefill");
+      // Digests: all contexts' logits, each layer's keys and values.
+      logits_hash.update(steps.data(), steps.size() * sizeof(float));
+      for (size_t t = 0; t < L; ++t) {
+        for (size_t l = 0; l < size_t(c.n_layer); ++l) {
+          const uint8_t* p = kv.data() + (t * row + l * 2 * C) * 4;
+          layer_hash[2 * l].update(p, C * 4);
+          layer_hash[2 * l + 1].update(p + C * 4, C * 4);
+        }
+      }
+      // Across backends: this context's digests against the first's; on
+      // a difference, the first backend's bytes again to name the word.
+      const Sha256 dl = sha256(steps.data(), steps.size() * sizeof(float));
+      const Sha256 dc = sha256(kv.data(), kv.size());
+      if (bi == 0) {
+        base_logits[ci] = dl, base_cache[ci] = dc;
+      } else {
+        r.logits_compared += L * V;
+        r.cache_words_compared += kv.size() / 4;
+        if (dl != base_logits[ci] || dc != base_cache[ci]) {
+          cli::Gpt2Runner base(model_path, w, plan[0].name, plan[0].threads,
+                               c.n_ctx);
+          run_steps(base, tokens, V, base_steps, base_kv, nullptr);
+          const std::string lb = r.backends[0].name + " cached";
+          // Counted once above; the comparer counts again: undo.
+          r.logits_compared -= L * V;
+          r.cache_words_compared -= kv.size() / 4;
+          cmp.logits(base_steps.data(), steps.data(), L, 0, int(ci), lb,
+                     label + " cached");
+          cmp.cache(base_kv, kv, int(ci), lb, label + " cached");
+        }
+      }
+      if (progress) progress(++done, total, label);
+    }
+    rec.completions = complete(run, tok, c, o.completion_tokens);
+    rec.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    rec.peak_rss = proc_status_bytes("VmHWM:");
+    if (WasmHost* h = run.wasm_host()) rec.module_bytes = h->memory()[0];
+    rec.logits_sha256 = to_hex(logits_hash.finish());
+    for (size_t l = 0; l < size_t(c.n_layer); ++l) {
+      rec.cache.push_back(
+          {layer_op(int(l), "k"), to_hex(layer_hash[2 * l].finish())});
+      rec.cache.push_back(
+          {layer_op(int(l), "v"), to_hex(layer_hash[2 * l + 1].finish())});
+    }
+    if (bi > 0) {
+      const auto& a = r.backends[0].completions;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i].tokens != rec.completions[i].tokens) {
+          ++r.mismatches;
+          if (!r.first) {
+            VerifyMismatch m;
+            m.what = "completion", m.a = r.backends[0].name, m.b = rec.name;
+            m.context = int(i);
+            r.first = m;
+          }
+        }
+      }
+    }
+    r.backends.push_back(std::move(rec));
+  }
+
+  if (o.op_hashes) {
+    // The reference's named operations over every context, from weights
+    // in the plain layout (the core's).
+    std::vector<float> plain;
+    const float* pw = w.data();
+    if (w.layout == LS_GPT2_LAYOUT_PANEL64) {
+      plain.resize(w.words());
+      ls_gpt2_from_panels(&c, w.data(), plain.data());
+      pw = plain.data();
+    }
+    r.ops = reference_op_hashes(c, pw, w.words(), contexts);
+    done += long(contexts.size());
+    if (progress) progress(done, total, "reference operations");
+    // The observed pass's logits are those of the cached step.
+    if (!r.backends.empty() && !r.ops.empty() &&
+        r.ops.back().sha256 != r.backends[0].logits_sha256) {
+      ++r.mismatches;
+      if (!r.first) {
+        VerifyMismatch m;
+        m.what = "observed logits", m.a = r.backends[0].name + " cached";
+        m.b = "reference observed full pass";
+        r.first = m;
+      }
+    }
+    r.logits_compared += r.positions * V;
+  }
+  return r;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,148 @@
+// lockstep verify (docs/verify.md): runs every backend over seeded contexts
+// through the cached step, the full-prefix pass and the prefill (whole and
+// chunked), compares every logit and cache word byte for byte across paths
+// and backends, and keeps SHA-256 digests per layer and operation for
+// bundles, --against and bisect.
+#ifndef LOCKSTEP_LIB_VERIFY_H_
+#define LOCKSTEP_LIB_VERIFY_H_
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats/gpt2_checkpoint.h"
+#include "ls_gpt2.h"
+
+namespace lockstep {
+
+class Tokenizer;
+
+struct VerifyOptions {
+  int contexts = 128;  // prompts, alternately Tiny Shakespeare and random ids
+  int min_length = 1;  // lengths drawn uniformly in [min_length, max_length]
+  int max_length = 0;  // 0: n_ctx
+  uint64_t seed = 1;
+  // Backend names as make_gpt2_backend takes them, or "wasm"; each cpu
+  // backend runs once per thread count in `threads` (0: all cores).
+  std::vector<std::string> backends;
+  std::vector<int> threads = {0};
+  int completion_tokens = 16;  // greedy tokens per completion prompt
+  // Hash every named operation of the reference's layer pass (one more
+  // reference pass per context).
+  bool op_hashes = true;
+};
+
+// One prompt: its tokens and where they came from.
+struct VerifyContext {
+  std::vector<int32_t> tokens;
+  std::string source;  // "shakespeare@<byte offset>" or "random"
+};
+
+// Lengths from the seed; every other context is Tiny Shakespeare from a
+// seeded offset (`text` tokenized), the rest uniform random ids. The first
+// context has max_length tokens. Deterministic in (options, text).
+std::vector<VerifyContext> make_verify_contexts(const ls_gpt2_config& c,
+                                                const Tokenizer& tok,
+                                                const std::string& text,
+                                                const VerifyOptions& o);
+
+// A named digest: a layer's operation ("h3.qkv", "h3.k", "logits").
+struct NamedHash {
+  std::string name;
+  std::string sha256;
+};
+
+// The first differing word of a comparison.
+struct VerifyMismatch {
+  std::string what;   // "logits" or "cache"
+  std::string a, b;   // "<backend> <path>", e.g. "reference cached"
+  int context = -1;   // index into the contexts
+  int position = -1;  // position in the context
+  int layer = -1;     // cache: the layer
+  std::string part;   // cache: "k" or "v"
+  long index = -1;    // logits: token id; cache: element in k or v
+  uint32_t bits_a = 0, bits_b = 0;
+  std::string describe() const;
+};
+
+struct Completion {
+  std::string prompt;
+  std::vector<int32_t> tokens;  // generated, greedy
+  std::string text;
+};
+
+struct BackendRecord {
+  std::string name;       // as run, e.g. "cpu-avx2 x2"
+  std::string requested;  // as asked, e.g. "cpu-avx2"
+  int threads = 1;
+  double seconds = 0;
+  uint64_t warm_rss = 0;         // bytes resident after creation and a step
+  uint64_t peak_rss = 0;         // the process's peak while this backend ran
+  uint64_t module_bytes = 0;     // wasm: the module's memory
+  std::vector<double> step_ms;   // the first (longest) context's steps
+  std::string logits_sha256;     // every cached-step logit, all contexts
+  std::vector<NamedHash> cache;  // "h<l>.k", "h<l>.v": all contexts' rows
+  std::vector<Completion> completions;
+};
+
+struct VerifyResult {
+  int contexts = 0;
+  uint64_t positions = 0;
+  std::string contexts_sha256;  // the contexts' tokens as int32 LE
+  std::vector<std::string> context_sources;
+  std::vector<BackendRecord> backends;
+  std::vector<NamedHash> ops;  // the reference's taps: "embed", "h0.ln1", ...
+  uint64_t logits_compared = 0, cache_words_compared = 0, mismatches = 0;
+  std::optional<VerifyMismatch> first;
+};
+
+// Byte comparisons that count into a result and keep its first mismatch
+// (with position, layer, k or v, and both words).
+class VerifyComparer {
+ public:
+  VerifyComparer(const ls_gpt2_config& c, VerifyResult& r) : c_(c), r_(r) {}
+  // `rows` rows of n_vocab logits of positions first.. of context ci.
+  void logits(const float* a, const float* b, size_t rows, int first, int ci,
+              const std::string& la, const std::string& lb);
+  // Two caches of the same positions, as bytes.
+  void cache(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
+             int ci, const std::string& la, const std::string& lb);
+
+ private:
+  const ls_gpt2_config& c_;
+  VerifyResult& r_;
+};
+
+// Progress: units done of a total, with a short status.
+using VerifyProgress =
+    std::function<void(long done, long total, const std::string& status)>;
+
+// Runs the verification. `model_path` is what the wasm backend loads (a
+// packed file). Throws lockstep::Error for a backend that cannot be made.
+VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
+                        const std::vector<VerifyContext>& contexts,
+                        const Tokenizer& tok, const VerifyOptions& o,
+                        const VerifyProgress& progress = {});
+
+// The reference's per-operation digests over the contexts (plain-layout
+// weights): what run_verify records in `ops`.
+std::vector<NamedHash> reference_op_hashes(
+    const ls_gpt2_config& c, const float* plain_weights, size_t words,
+    const std::vector<VerifyContext>& contexts);
+
+// The tap names of core/ls_gpt2.h in pass order ("ln1", ..., "logits").
+const char* gpt2_tap_name(ls_gpt2_tap tap);
+// The name of a tap's tensor: "embed", "h<layer>.<tap>", "ln_f", "logits".
+std::string gpt2_op_name(int layer, ls_gpt2_tap tap);
+
+// The first entry, in order, where two digest lists differ (by name; an
+// entry missing from one side counts), or nullopt when equal.
+std::optional<std::string> first_difference(const std::vector<NamedHash>& a,
+                                            const std::vector<NamedHash>& b);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_LIB_VERIFY_H_

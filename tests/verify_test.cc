@@ -1,0 +1,234 @@
+// lockstep verify's engine (lib/verify.h, docs/verify.md): the observed
+// reference pass returns the unobserved bits and its taps are what they
+// say; the per-operation digests name the first layer and operation of an
+// injected one-ulp change; the comparer names position, layer, k/v and both
+// words of an injected bit flip; a run over the HF fixture passes.
+#include "lib/verify.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "formats/gpt2_checkpoint.h"
+#include "gpt2_test_util.h"
+#include "lockstep/paths.h"
+#include "tokenizer/bpe.h"
+
+namespace lockstep {
+namespace {
+
+using test::BytesEqual;
+using test::RandomTokens;
+
+constexpr ls_gpt2_config kSmall = {97, 24, 32, 4, 3};
+
+// "name@position[/head]", appended piecewise (GCC 12's -Wrestrict misfires
+// on "literal" + std::to_string(...)).
+std::string Key(const std::string& op, int position, int head = -1) {
+  std::string k = op;
+  k += '@';
+  k += std::to_string(position);
+  if (head >= 0) {
+    k += '/';
+    k += std::to_string(head);
+  }
+  return k;
+}
+
+// Everything one observed pass shows, by (name, position, head).
+struct Seen {
+  std::map<std::string, std::vector<float>> rows;
+  static void observe(void* user, int layer, ls_gpt2_tap tap, int position,
+                      int head, const float* data, size_t n) {
+    auto* s = static_cast<Seen*>(user);
+    s->rows[Key(gpt2_op_name(layer, tap), position, head)].assign(data,
+                                                                  data + n);
+  }
+};
+
+TEST(VerifyObserver, SameBitsAsThePrefillAndTapsAreTheCacheWords) {
+  const ls_gpt2_config c = kSmall;
+  const std::vector<float> w = random_gpt2_weights(c, 11);
+  const int n = 13;
+  const std::vector<int32_t> tokens = RandomTokens(c, n, 5);
+  std::vector<float> scratch(ls_gpt2_infer_scratch_floats(&c, n));
+  std::vector<float> observed(size_t(n) * size_t(c.n_vocab));
+  Seen seen;
+  ASSERT_EQ(ls_gpt2_infer_observed(&c, w.data(), w.size(), tokens.data(), n,
+                                   scratch.data(), scratch.size(),
+                                   observed.data(), &Seen::observe, &seen),
+            LS_OK);
+  // The prefill's every-position logits and its cache.
+  std::vector<float> cache(ls_gpt2_cache_floats(&c));
+  std::vector<float> want(observed.size());
+  ASSERT_EQ(ls_gpt2_prefill(&c, w.data(), w.size(), cache.data(), cache.size(),
+                            0, tokens.data(), n, 0, 1, scratch.data(),
+                            scratch.size(), want.data()),
+            LS_OK);
+  EXPECT_TRUE(BytesEqual(observed, want));
+  const size_t C = size_t(c.n_embd), V = size_t(c.n_vocab);
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  for (int t = 0; t < n; ++t) {
+    // Each layer's k | v tap is that layer's cache row.
+    for (int l = 0; l < c.n_layer; ++l) {
+      const std::vector<float>& qkv =
+          seen.rows.at(Key(gpt2_op_name(l, LS_TAP_QKV), t));
+      ASSERT_EQ(qkv.size(), 3 * C);
+      EXPECT_TRUE(BytesEqual(qkv.data() + C,
+                             cache.data() + size_t(t) * row + size_t(l) * 2 * C,
+                             2 * C))
+          << "layer " << l << " position " << t;
+      // Probabilities: t+1 per head, from the scores.
+      for (int h = 0; h < c.n_head; ++h) {
+        EXPECT_EQ(
+            seen.rows.at(Key(gpt2_op_name(l, LS_TAP_ATT_PROB), t, h)).size(),
+            size_t(t) + 1);
+        EXPECT_EQ(
+            seen.rows.at(Key(gpt2_op_name(l, LS_TAP_ATT_SCORE), t, h)).size(),
+            size_t(t) + 1);
+      }
+      // res1 + mlp_out = res2, as the pass adds them (binary32).
+      const auto& r1 = seen.rows.at(Key(gpt2_op_name(l, LS_TAP_RES1), t));
+      const auto& mo = seen.rows.at(Key(gpt2_op_name(l, LS_TAP_MLP_OUT), t));
+      const auto& r2 = seen.rows.at(Key(gpt2_op_name(l, LS_TAP_RES2), t));
+      std::vector<float> sum(C);
+      for (size_t i = 0; i < C; ++i) sum[i] = r1[i] + mo[i];
+      EXPECT_TRUE(BytesEqual(sum, r2));
+    }
+    EXPECT_TRUE(BytesEqual(seen.rows.at(Key("logits", t)).data(),
+                           want.data() + size_t(t) * V, V));
+  }
+  // Unobserved, the full pass gives the last row.
+  std::vector<float> last(V);
+  ASSERT_EQ(ls_gpt2_infer(&c, w.data(), w.size(), tokens.data(), n,
+                          scratch.data(), scratch.size(), last.data()),
+            LS_OK);
+  EXPECT_TRUE(BytesEqual(last.data(), want.data() + size_t(n - 1) * V, V));
+}
+
+std::vector<VerifyContext> SmallContexts(const ls_gpt2_config& c) {
+  std::vector<VerifyContext> out;
+  for (int i = 0; i < 4; ++i) {
+    out.push_back({RandomTokens(c, 3 + 5 * i, 100 + uint64_t(i)), "random"});
+  }
+  return out;
+}
+
+// One ulp up of weight `i`.
+std::vector<float> Nudged(std::vector<float> w, size_t i) {
+  w[i] = std::nextafter(w[i], INFINITY);
+  return w;
+}
+
+TEST(VerifyBisect, NamesTheFirstLayerAndOperationOfAOneUlpChange) {
+  const ls_gpt2_config c = kSmall;
+  const std::vector<float> w = random_gpt2_weights(c, 3);
+  const auto ctx = SmallContexts(c);
+  const auto base = reference_op_hashes(c, w.data(), w.size(), ctx);
+  ASSERT_EQ(base.size(), size_t(3 + 12 * c.n_layer));
+  EXPECT_EQ(base.front().name, "embed");
+  EXPECT_EQ(base[1].name, "h0.ln1");
+  EXPECT_EQ(base.back().name, "logits");
+  EXPECT_FALSE(first_difference(base, base));
+  EXPECT_FALSE(
+      first_difference(base, reference_op_hashes(c, w.data(), w.size(), ctx)));
+  struct Case {
+    size_t index;
+    const char* want;
+  };
+  const ls_gpt2_block b1 = ls_gpt2_block_offsets(&c, 1);
+  const ls_gpt2_block b2 = ls_gpt2_block_offsets(&c, 2);
+  for (const Case& k :
+       {Case{b1.fc_b + 3, "h1.fc"}, Case{b2.ln1_g + 7, "h2.ln1"},
+        Case{b1.proj_b, "h1.proj"}, Case{ls_gpt2_lnf_offset(&c) + 1, "ln_f"}}) {
+    const std::vector<float> w2 = Nudged(w, k.index);
+    const auto got = first_difference(
+        base, reference_op_hashes(c, w2.data(), w2.size(), ctx));
+    ASSERT_TRUE(got) << k.want;
+    EXPECT_EQ(*got, k.want);
+  }
+}
+
+TEST(VerifyComparer, NamesPositionLayerPartAndBothWords) {
+  const ls_gpt2_config c = kSmall;
+  const size_t row = ls_gpt2_cache_row_floats(&c), C = size_t(c.n_embd);
+  std::vector<uint8_t> a(5 * row * 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 131 + 7);
+  std::vector<uint8_t> b = a;
+  // Position 3, layer 2, values, element 5: flip the lowest bit.
+  const size_t word = 3 * row + 2 * 2 * C + C + 5;
+  b[word * 4] ^= 1;
+  VerifyResult r;
+  VerifyComparer cmp(c, r);
+  cmp.cache(a, a, 0, "x", "y");
+  EXPECT_EQ(r.mismatches, 0u);
+  EXPECT_EQ(r.cache_words_compared, 5 * row);
+  cmp.cache(a, b, 7, "ref cached", "cpu prefill");
+  ASSERT_TRUE(r.first);
+  EXPECT_EQ(r.mismatches, 1u);
+  EXPECT_EQ(r.first->context, 7);
+  EXPECT_EQ(r.first->position, 3);
+  EXPECT_EQ(r.first->layer, 2);
+  EXPECT_EQ(r.first->part, "v");
+  EXPECT_EQ(r.first->index, 5);
+  uint32_t wa;
+  std::memcpy(&wa, a.data() + word * 4, 4);
+  EXPECT_EQ(r.first->bits_a, wa);
+  EXPECT_EQ(r.first->bits_b, wa ^ 1u);
+  // Logits: the first differing one is kept, every one is counted.
+  std::vector<float> la(2 * size_t(c.n_vocab), 1.5f), lb = la;
+  lb[size_t(c.n_vocab) + 4] = -0.0f;
+  lb[size_t(c.n_vocab) + 9] = 2.0f;
+  VerifyResult r2;
+  VerifyComparer cmp2(c, r2);
+  cmp2.logits(la.data(), lb.data(), 2, 10, 1, "a", "b");
+  ASSERT_TRUE(r2.first);
+  EXPECT_EQ(r2.mismatches, 2u);
+  EXPECT_EQ(r2.first->position, 11);
+  EXPECT_EQ(r2.first->index, 4);
+  EXPECT_EQ(r2.first->bits_a, 0x3fc00000u);
+  EXPECT_EQ(r2.first->bits_b, 0x80000000u);
+  EXPECT_NE(r2.first->describe().find("0x80000000"), std::string::npos);
+}
+
+TEST(VerifyRun, HfFixtureReferenceAndCpuAgree) {
+  const Gpt2Weights w =
+      load_gpt2(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/data/hf-gpt2-A");
+  const Tokenizer tok = Tokenizer::load(data_dir() + "/gpt2");
+  VerifyOptions o;
+  o.contexts = 3;
+  o.max_length = 12;
+  o.seed = 9;
+  o.backends = {"reference", "cpu-generic"};
+  o.threads = {1, 2};
+  o.completion_tokens = 4;
+  std::string text(8192, 'a');
+  for (size_t i = 0; i < text.size(); ++i) text[i] = " etaoinshrd\n"[i % 12];
+  const auto ctx = make_verify_contexts(w.config, tok, text, o);
+  ASSERT_EQ(ctx.size(), 3u);
+  EXPECT_EQ(ctx[0].tokens.size(), 12u);
+  EXPECT_EQ(ctx[1].source, "random");
+  const VerifyResult r = run_verify(w, "", ctx, tok, o);
+  EXPECT_EQ(r.mismatches, 0u) << (r.first ? r.first->describe() : "");
+  ASSERT_EQ(r.backends.size(), 3u);  // reference, cpu-generic x1 and x2
+  const size_t V = size_t(w.config.n_vocab);
+  // Per backend and context: full pass (1 row), whole and chunked prefill
+  // (L rows each); across the 2 later backends L rows each; the observed
+  // pass L rows.
+  const uint64_t P = r.positions;
+  EXPECT_EQ(r.logits_compared, (3 * (2 * P + 3) + 2 * P + P) * V);
+  for (const auto& b : r.backends) {
+    EXPECT_EQ(b.logits_sha256, r.backends[0].logits_sha256) << b.name;
+    EXPECT_FALSE(first_difference(b.cache, r.backends[0].cache)) << b.name;
+    ASSERT_EQ(b.completions.size(), 2u);
+    EXPECT_EQ(b.completions[0].tokens.size(), 4u);
+    EXPECT_EQ(b.completions[0].tokens, r.backends[0].completions[0].tokens);
+  }
+  EXPECT_EQ(r.ops.back().name, "logits");
+  EXPECT_EQ(r.ops.back().sha256, r.backends[0].logits_sha256);
+}
+
+}  // namespace
+}  // namespace lockstep
