@@ -52,8 +52,8 @@ int run(const LogitsArgs& a) {
                 std::to_string(c.n_ctx));
   }
   // Without --full the prompt goes through the batched prefill, in chunks
-  // of kChunk positions so that the progress bar moves (any chunking gives
-  // the same bits).
+  // of kChunk positions (with --all-positions one call per chunk, so that
+  // the progress bar moves; any chunking gives the same bits).
   constexpr size_t kChunk = 128;
   Gpt2Runner session(a.model.path(), w, a.backend, a.threads,
                      a.full ? c.n_ctx : int(std::min(tokens.size(), kChunk)));
@@ -70,17 +70,20 @@ int run(const LogitsArgs& a) {
                   logits.data(), V * sizeof(float));
       if (tokens.size() > 8) bar.update(long(t + 1));
     }
+  } else if (!a.all_positions) {
+    // One call: the session chunks the prompt itself and checks only the
+    // last position's logits, as --full does (docs/arithmetic.md 1.6); a
+    // chunk per call would check each chunk's last position too.
+    const std::span<const float> logits = session.prefill(tokens);
+    std::memcpy(bytes.data(), logits.data(), V * sizeof(float));
+    if (tokens.size() > kChunk) bar.update(long(tokens.size()));
   } else {
     for (size_t done = 0; done < tokens.size();) {
       const size_t n = std::min(kChunk, tokens.size() - done);
       const std::span<const float> logits =
           session.prefill({tokens.data() + done, n}, a.all_positions);
-      if (a.all_positions) {
-        std::memcpy(bytes.data() + done * V * sizeof(float), logits.data(),
-                    n * V * sizeof(float));
-      } else if (done + n == tokens.size()) {
-        std::memcpy(bytes.data(), logits.data(), V * sizeof(float));
-      }
+      std::memcpy(bytes.data() + done * V * sizeof(float), logits.data(),
+                  n * V * sizeof(float));
       done += n;
       if (tokens.size() > kChunk) bar.update(long(done));
     }

@@ -1,5 +1,7 @@
-/* Status codes of the lockstep C ABI. Every checked entry returns one; a
- * non-zero code means the outputs were not written. */
+/* Status codes of the lockstep C ABI. Every checked entry returns one. An
+ * argument error is found before anything is written; a GPT-2 entry that
+ * returns LS_ERR_OUTPUT_NONFINITE has written its cache rows and logits,
+ * which the caller discards (docs/arithmetic.md 1.6). */
 #ifndef LOCKSTEP_CORE_LS_STATUS_H_
 #define LOCKSTEP_CORE_LS_STATUS_H_
 

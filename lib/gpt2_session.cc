@@ -12,6 +12,16 @@ void check(ls_status s, const std::string& what) {
   if (s != LS_OK) throw Error(what + ": " + ls_status_message(s));
 }
 
+// The step path's check: the message is built only on error, so a
+// successful step, pass or prefill allocates nothing (lib/lockstep/gpt2.h
+// promises it; tests/gpt2_session_alloc_test.cc counts).
+template <typename What>
+void check_lazy(ls_status s, What&& what) {
+  if (s != LS_OK) [[unlikely]] {
+    throw Error(what() + ": " + ls_status_message(s));
+  }
+}
+
 // Gpt2SessionOptions::threads = 0: one thread per hardware thread.
 int all_cores() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -65,10 +75,12 @@ std::span<const float> Gpt2Session::step(int32_t token) {
                 " positions)");
   }
   const size_t used = size_t(position_) * ls_gpt2_cache_row_floats(&c);
-  check(backend_->step(cache_.data(), cache_.size(), used, token, position_,
-                       logits_.data()),
-        "GPT-2 step at position " + std::to_string(position_) + " (token " +
-            std::to_string(token) + ")");
+  check_lazy(backend_->step(cache_.data(), cache_.size(), used, token,
+                            position_, logits_.data()),
+             [&] {
+               return "GPT-2 step at position " + std::to_string(position_) +
+                      " (token " + std::to_string(token) + ")";
+             });
   ++position_;
   return logits_;
 }
@@ -80,10 +92,13 @@ std::span<const float> Gpt2Session::infer(std::span<const int32_t> tokens) {
                 " tokens, but this session was sized for " +
                 std::to_string(max_prefix_));
   }
-  check(backend_->infer(tokens.data(),
-                        int(std::min<size_t>(tokens.size(), 1u << 30)),
-                        logits_.data()),
-        "GPT-2 infer over " + std::to_string(tokens.size()) + " tokens");
+  check_lazy(backend_->infer(tokens.data(),
+                             int(std::min<size_t>(tokens.size(), 1u << 30)),
+                             logits_.data()),
+             [&] {
+               return "GPT-2 infer over " + std::to_string(tokens.size()) +
+                      " tokens";
+             });
   return logits_;
 }
 
@@ -106,14 +121,31 @@ std::span<const float> Gpt2Session::prefill(std::span<const int32_t> tokens,
   }
   const size_t V = size_t(c.n_vocab), row = ls_gpt2_cache_row_floats(&c);
   if (all_positions) all_logits_.resize(tokens.size() * V);
+  const int start = position_;
   for (size_t done = 0; done < tokens.size();) {
     const int n = int(std::min(tokens.size() - done, size_t(max_prefix_)));
     float* out = all_positions ? all_logits_.data() + done * V : logits_.data();
-    check(backend_->prefill(cache_.data(), cache_.size(),
-                            size_t(position_) * row, tokens.data() + done, n,
-                            position_, all_positions, out),
-          "GPT-2 prefill of " + std::to_string(n) + " tokens at position " +
-              std::to_string(position_));
+    ls_status st = backend_->prefill(
+        cache_.data(), cache_.size(), size_t(position_) * row,
+        tokens.data() + done, n, position_, all_positions, out);
+    // A chunk before the last computes its last position's logits only
+    // because the backend's prefill returns some; the caller asked for the
+    // prompt's last position. Their check is not the caller's, so the
+    // chunking cannot change what is checked (docs/arithmetic.md 1.6): on
+    // LS_ERR_OUTPUT_NONFINITE the chunk's cache rows are complete.
+    if (st == LS_ERR_OUTPUT_NONFINITE && !all_positions &&
+        done + size_t(n) < tokens.size()) {
+      st = LS_OK;
+    }
+    if (st != LS_OK) [[unlikely]] {
+      // Nothing consumed: the rows written are past position() again.
+      const int at = position_;
+      position_ = start;
+      check_lazy(st, [&] {
+        return "GPT-2 prefill of " + std::to_string(n) +
+               " tokens at position " + std::to_string(at);
+      });
+    }
     position_ += n;
     done += size_t(n);
   }

@@ -122,12 +122,22 @@ export class Session {
     const chunk = allPositions ? this.logitsRows : this.maxPrefix;
     const V = this.nVocab;
     const all = allPositions ? new Float32Array(n * V) : null;
+    const start = this.position;
     for (let done = 0; done < n;) {
       const m = Math.min(n - done, chunk);
       this.writeTokens(tokens.slice(done, done + m));
       this.lastRow = allPositions ? m - 1 : 0;
-      this.check(this.exports.prefill(m, this.position, allPositions ? 1 : 0),
-                 `GPT-2 prefill of ${m} tokens at position ${this.position}`);
+      let status = this.exports.prefill(m, this.position, allPositions ? 1 : 0);
+      // As Gpt2Session::prefill: a chunk before the last is not checked for
+      // non-finite logits (LS_ERR_OUTPUT_NONFINITE, 10; its cache rows are
+      // complete), so the chunking does not change which positions are
+      // checked (docs/arithmetic.md 1.6); on an error nothing is consumed.
+      if (status === 10 && !allPositions && done + m < n) status = 0;
+      if (status !== 0) {
+        const at = this.position;
+        this.position = start;
+        this.check(status, `GPT-2 prefill of ${m} tokens at position ${at}`);
+      }
       if (all) {
         all.set(new Float32Array(this.memory.buffer, this.plan.logits, m * V),
                 done * V);

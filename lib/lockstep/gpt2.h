@@ -71,7 +71,10 @@ class Gpt2Session {
   // i * n_vocab). Runs in chunks of at most max_prefix positions. The same
   // logits and cache words, bit for bit, as step() on each token in turn,
   // from an empty or a partly filled cache. Throws (and consumes nothing)
-  // when the tokens do not fit the context.
+  // when the tokens do not fit the context or a checked logit is not
+  // finite. The logits checked are those returned (docs/arithmetic.md
+  // 1.6): the last position's, or every position's; how the prompt is
+  // chunked does not change that.
   std::span<const float> prefill(std::span<const int32_t> tokens,
                                  bool all_positions = false);
 
