@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/generate_args.h"
+#include "cli/output.h"
 #include "hosts/native/wasm_host.h"
 #include "lockstep/error.h"
 #include "lockstep/tiny.h"
@@ -20,23 +21,32 @@ extern "C" {
 namespace lockstep::cli {
 
 std::vector<int32_t> parse_token_list(const std::string& list) {
+  // The grammar (docs/cli.md): ID(,ID)*, ID = -?[0-9]+ within int32. No
+  // spaces, no empty items, no trailing comma: "1,2," and " 1" are errors,
+  // as in the Node.js host (hosts/node/args.mjs). A negative or too large
+  // id is well formed and then refused as outside the vocabulary.
   std::vector<int32_t> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    long v = 0;
-    try {
-      v = std::stol(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || v < INT32_MIN || v > INT32_MAX) {
-      throw Error("--tokens: '" + item +
-                  "' is not an integer (expected a comma-separated list such "
-                  "as 84,111,32,98)");
+  if (list.empty()) return out;  // no ids: "the prompt is empty" later
+  size_t start = 0;
+  for (size_t index = 1;; ++index) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t digits = item.size() - (item.starts_with('-') ? 1 : 0);
+    long long v = 0;
+    const bool ok =
+        digits > 0 && digits <= 10 &&
+        item.find_first_not_of("0123456789", item.size() - digits) ==
+            std::string::npos &&
+        (v = std::stoll(item)) >= INT32_MIN && v <= INT32_MAX;
+    if (!ok) {
+      throw Error("--tokens: item " + std::to_string(index) + " '" + item +
+                  "' is not an integer (expected ids separated by single "
+                  "commas, no spaces, such as 84,111,32,98)");
     }
     out.push_back(int32_t(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
   return out;
 }
@@ -169,7 +179,7 @@ void StopStream::emit(size_t end) {
   if (end <= printed_) return;
   if (print_) {
     std::fwrite(text_.data() + printed_, 1, end - printed_, stdout);
-    std::fflush(stdout);
+    flush_stdout();
   }
   printed_ = end;
 }
@@ -244,6 +254,11 @@ std::string hex_float(double v) {
 
 int run_tiny_generate(const GenerateArgs& args) {
   GenerateArgs a = args;
+  if (a.backend != "cpu" && a.backend != "reference" && a.backend != "wasm") {
+    throw Error("--backend '" + a.backend +
+                "': the tiny models run on the binary64 core (cpu, the "
+                "default, or reference: the same code) or wasm");
+  }
   if (a.sampler.top_k == kWholeVocabulary) a.sampler.top_k = 256;
   const Sampler check_options(a.sampler, 256);  // bad options fail early
   const TinyModel m = load_tiny(a.model.path());
@@ -276,7 +291,7 @@ int run_tiny_generate(const GenerateArgs& args) {
     StopStream out(a.stops, !a.json);
     if (!a.json) {
       std::fwrite(a.prompt.text.data(), 1, a.prompt.text.size(), stdout);
-      std::fflush(stdout);
+      flush_stdout();
     }
     Sampler choose(a.sampler, 256);
     GenerationSummary sum;
@@ -317,7 +332,7 @@ int run_tiny_generate(const GenerateArgs& args) {
     } else {
       std::fputc('\n', stdout);
     }
-    std::fflush(stdout);
+    flush_stdout();
     print_summary(sum, a.quiet);
     return 0;
   }
@@ -390,15 +405,21 @@ Action add_generate(CLI::App& app) {
   app.add_flag("--special", a->special,
                "GPT-2: '<|endoftext|>' in the prompt is token 50256");
   add_backend_options(app, a->backend, a->threads);
-  app.add_option("--bound,-B", a->bound,
-                 "clip every weight to [-B, B], B in [0, 10]")
-      ->capture_default_str();
+  auto* bound =
+      app.add_option("--bound,-B", a->bound,
+                     "tiny models: clip every weight to [-B, B], B in [0, "
+                     "10] (GPT-2 refuses it: its weights run as they are)")
+          ->check(number_in(0.0, 10.0,
+                            "weight bound B must be a number in [0, 10]"))
+          ->capture_default_str();
   app.add_option("--top-k,-k", a->sampler.top_k,
                  "sample from the k most likely tokens (bytes for the tiny "
                  "models; 0: greedy)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--seed,-s", a->sampler.seed,
-                 "sampler seed (SplitMix64, docs/arithmetic.md §5)");
+                 "sampler seed, 0 to 2^64-1 (SplitMix64, docs/arithmetic.md "
+                 "§5)")
+      ->check(unsigned64());
   app.add_option("--temperature,-T", a->sampler.temperature,
                  "divide logits by T before sampling (T > 0)");
   auto* top_p = app.add_option(
@@ -434,7 +455,8 @@ Action add_generate(CLI::App& app) {
       "follows on standard error. GPT-2 stops at <|endoftext|> (not "
       "printed) unless\n"
       "--no-stop-eot.");
-  return [a, top_p]() {
+  return [a, top_p, bound]() {
+    a->bound_given = bound->count() > 0;
     // Option errors before any model is loaded.
     if (!(a->sampler.top_p > 0.0 && a->sampler.top_p <= 1.0)) {
       throw Error("top-p must be a number in (0, 1]");

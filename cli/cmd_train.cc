@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/model_args.h"
 #include "cli/progress.h"
 #include "lockstep/tiny.h"
 #include "train/trainer.h"
@@ -86,7 +87,9 @@ Action add_train(CLI::App& app) {
   app.add_option("--data", a->data,
                  "Tiny Shakespeare text (checked against its SHA-256)")
       ->check(CLI::ExistingFile);
-  app.add_option("--seed,-s", a->seed, "initialisation and batch-order seed")
+  app.add_option("--seed,-s", a->seed,
+                 "initialisation and batch-order seed, 0 to 2^64-1")
+      ->check(unsigned64())
       ->capture_default_str();
   app.add_option("--steps", a->steps, "optimiser steps (default per context)")
       ->check(CLI::Range(0, 10000000));
@@ -94,7 +97,8 @@ Action add_train(CLI::App& app) {
                  "sequences per step (default per context)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--lr", a->lr, "peak learning rate (default per context)")
-      ->check(CLI::Range(1e-9, 10.0));
+      ->check(number_in(1e-9, 10.0,
+                        "--lr must be a number in [1e-9, 10] (NaN is not)"));
   app.add_flag("--no-eval", a->no_eval, "skip the validation pass");
   app.footer(
       "The same binary, options and seed write a byte-identical checkpoint.\n"

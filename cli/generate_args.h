@@ -60,6 +60,7 @@ struct GenerateArgs {
   bool full = false;     // GPT-2: recompute the full prefix for every token
   bool special = false;  // GPT-2: "<|endoftext|>" in the text is token 50256
   double bound = 10.0;
+  bool bound_given = false;     // --bound on the command line (tiny only)
   std::string backend = "cpu";  // GPT-2: see backends/backend.h
   int threads = 2;
   SamplerOptions sampler;
@@ -111,7 +112,8 @@ struct GenerationSummary {
 // One line on standard error (nothing when quiet).
 void print_summary(const GenerationSummary& s, bool quiet);
 
-// Parses "1,2,3"; throws lockstep::Error naming the bad item.
+// Parses "1,2,3" (ID(,ID)*, ID = -?[0-9]+, nothing else); throws
+// lockstep::Error naming the bad item.
 std::vector<int32_t> parse_token_list(const std::string& list);
 // Ids separated by commas and/or white space (a file of ids).
 std::vector<int32_t> parse_token_text(const std::string& text);

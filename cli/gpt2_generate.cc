@@ -10,6 +10,7 @@
 
 #include "cli/generate_args.h"
 #include "cli/gpt2_runner.h"
+#include "cli/output.h"
 #include "formats/gpt2_checkpoint.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
@@ -54,6 +55,11 @@ void print_distribution(const GenerateArgs& a, const Tokenizer& tok,
 int run_gpt2_generate(const GenerateArgs& args) {
   using Clock = std::chrono::steady_clock;
   GenerateArgs a = args;
+  if (a.bound_given) {
+    throw Error(
+        "--bound clips the tiny models' weights; GPT-2 runs its weights as "
+        "they are (leave --bound out)");
+  }
   const Gpt2Weights w = load_gpt2(a.model.path());
   const Tokenizer tok = Tokenizer::load(data_dir() + "/gpt2");
   const ls_gpt2_config& c = w.config;
@@ -101,7 +107,7 @@ int run_gpt2_generate(const GenerateArgs& args) {
   if (!a.json) {
     const std::string shown = tok.decode(tokens);
     std::fwrite(shown.data(), 1, shown.size(), stdout);
-    std::fflush(stdout);
+    flush_stdout();
   }
   StopStream out(a.stops, !a.json);
   GenerationSummary sum;
@@ -153,7 +159,7 @@ int run_gpt2_generate(const GenerateArgs& args) {
   } else {
     std::fputc('\n', stdout);
   }
-  std::fflush(stdout);
+  flush_stdout();
   if (sum.stop == StopReason::kContext) {
     std::fprintf(stderr,
                  "note: stopped at the context limit of %d positions after "

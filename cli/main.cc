@@ -1,10 +1,13 @@
 // lockstep: the command-line client of the library. Thin by design: every
 // computation lives in the library and the core.
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "lockstep/error.h"
 
 int main(int argc, char** argv) {
@@ -38,8 +41,23 @@ int main(int argc, char** argv) {
       lockstep::cli::add_bisect);
   add("dump", "every layer's intermediate tensors as safetensors",
       lockstep::cli::add_dump);
-  // A first word that is neither a flag nor a command gets a plain message
-  // (CLI11 would only say that a subcommand is required).
+  // A write to a closed pipe fails with EPIPE instead of killing the
+  // process mid-write; cli/output.h ends every command the same way then.
+  std::signal(SIGPIPE, SIG_IGN);
+  // A first word that is an unknown option, or neither a flag nor a
+  // command, gets a plain message naming it (CLI11 would only say that a
+  // subcommand is required).
+  if (argc > 1 && argv[1][0] == '-' && std::strcmp(argv[1], "-") != 0) {
+    const std::string flag = argv[1];
+    const std::string name = flag.substr(0, flag.find('='));
+    if (name != "--help" && name != "-h" && name != "--version") {
+      std::fprintf(stderr,
+                   "lockstep: error: unknown option '%s' before the command "
+                   "(options go after it: lockstep COMMAND --help)\n",
+                   argv[1]);
+      return 2;
+    }
+  }
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;
@@ -57,12 +75,27 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and succeed; every usage error (unknown
+    // option, bad or missing value) is status 2 (docs/cli.md).
+    if (app.exit(e) != 0) return 2;
+    try {
+      lockstep::cli::close_stdout();  // --help > /dev/full is an error too
+    } catch (const lockstep::cli::OutputError& oe) {
+      return lockstep::cli::exit_for_output_error(oe);
+    }
+    return 0;
   }
+  int status = 0;
   try {
     for (auto& [sub, action] : actions) {
-      if (sub->parsed()) return action();
+      if (sub->parsed()) {
+        status = action();
+        break;
+      }
     }
+    lockstep::cli::close_stdout();
+  } catch (const lockstep::cli::OutputError& e) {
+    return lockstep::cli::exit_for_output_error(e);
   } catch (const lockstep::Error& e) {
     std::fprintf(stderr, "lockstep: error: %s\n", e.what());
     return 1;
@@ -70,5 +103,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "lockstep: internal error: %s\n", e.what());
     return 3;
   }
-  return 0;
+  return status;
 }

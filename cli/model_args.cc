@@ -59,6 +59,35 @@ ModelKind ModelArgs::kind() const {
   throw Error("checkpoint '" + p + "' holds an unknown model kind '" + k + "'");
 }
 
+CLI::Validator number_in(double lo, double hi, const std::string& message) {
+  return CLI::Validator(
+      [lo, hi, message](const std::string& v) {
+        double x = 0;
+        if (!CLI::detail::lexical_cast(v, x) || !(x >= lo && x <= hi)) {
+          return message + " (got '" + v + "')";
+        }
+        return std::string();
+      },
+      "", "");
+}
+
+CLI::Validator unsigned64() {
+  return CLI::Validator(
+      [](const std::string& v) {
+        const bool digits =
+            !v.empty() && v.size() <= 20 &&
+            v.find_first_not_of("0123456789") == std::string::npos;
+        // 20 digits fit when not above 18446744073709551615.
+        if (!digits || (v.size() == 20 && v > "18446744073709551615")) {
+          return "'" + v +
+                 "' is not an integer in [0, 18446744073709551615] (decimal "
+                 "digits only)";
+        }
+        return std::string();
+      },
+      "", "");
+}
+
 void add_backend_options(CLI::App& app, std::string& backend, int& threads) {
   app.add_option("--backend", backend,
                  "cpu, cpu-avx512, cpu-avx2, cpu-generic, reference (GPT-2) "

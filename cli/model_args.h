@@ -23,6 +23,13 @@ struct ModelArgs {
   std::string label() const { return weights.empty() ? model : weights; }
 };
 
+// A CLI11 check for a number option: a decimal number with lo <= v <= hi
+// (NaN fails, unlike CLI::Range); `message` is the whole error text.
+CLI::Validator number_in(double lo, double hi, const std::string& message);
+// A CLI11 check for a 64-bit unsigned option (--seed): decimal digits only,
+// at most 2^64 - 1 (CLI11 alone would wrap "-1" and saturate "1e23").
+CLI::Validator unsigned64();
+
 // --backend and --threads, for the commands that run GPT-2. Sets threads
 // to 0 (all cores, resolved by Gpt2Session) as the default.
 void add_backend_options(CLI::App& app, std::string& backend, int& threads);

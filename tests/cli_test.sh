@@ -34,32 +34,68 @@ expect() {
   ok
 }
 
-# Help and usage.
-expect 0 "Subcommands" -- --help
+# Help and usage: each page's own usage line, not a word every page has.
+expect 0 "^Usage: .*lockstep \[OPTIONS\] SUBCOMMAND$" -- --help
+expect 0 "^  generate +next-byte distribution, logits, or generated text$" -- --help
 for cmd in generate info train logits tokenize convert bench; do
-  expect 0 "Usage" -- "$cmd" --help
+  expect 0 "^Usage: .*lockstep $cmd \[OPTIONS\]" -- "$cmd" --help
 done
-expect 0 "lockstep 0.1.0" -- --version
-expect nonzero "A subcommand is required|subcommand" --
-expect 2 "unknown command .frobnicate." -- frobnicate
-expect nonzero "--no-such-flag" -- generate --no-such-flag
+expect 0 "^lockstep 0\.1\.0$" -- --version
+# Usage errors are status 2 (docs/cli.md), naming what was wrong.
+expect 2 "^A subcommand is required$" --
+expect 2 "^lockstep: error: unknown command 'frobnicate' \(commands: " -- frobnicate
+expect 2 "^lockstep: error: unknown option '--bogus' before the command" -- --bogus
+expect 2 "^lockstep: error: unknown option '--seed=3' before the command" -- --seed=3 generate
+expect 2 "^The following argument was not expected: --no-such-flag$" -- generate --no-such-flag
 
 # Bad values are errors that name the problem.
-expect 1 "weight bound B must be a number in \[0, 10\]" -- generate --text hi --bound 11
-expect 1 "weight bound" -- generate --text hi --bound nan
-expect nonzero "bound" -- generate --text hi --bound abc
-expect nonzero "tiny4, tiny64|tiny5" -- generate --model tiny5 --text hi
-expect nonzero "File does not exist|no-such" -- generate --weights "$tmp/no-such" --text hi
-expect 1 "prompt is empty" -- generate --text ''
-expect 1 "'x' is not an integer" -- generate --tokens 1,x
-expect 1 "outside the vocabulary" -- generate --tokens 1,300
-expect 1 "outside the vocabulary" -- generate --tokens -1
-expect nonzero "excludes|--tokens" -- generate --text a --tokens 1
-expect nonzero "generate" -- generate --text a --generate -3
-expect 1 "temperature must be" -- generate --text a --generate 3 --temperature 0
-expect 1 "top-k must be in \\[1, 256\\]" -- generate --text a --top-k 300
-expect nonzero "context" -- train --context 5
-expect nonzero "context" -- train
+bound_msg="^--bound: weight bound B must be a number in \[0, 10\]"
+expect 2 "$bound_msg \(got '11'\)$" -- generate --text hi --bound 11
+expect 2 "$bound_msg \(got 'nan'\)$" -- generate --text hi --bound nan
+expect 2 "$bound_msg \(got '-1'\)$" -- generate --text hi --bound -1
+expect 2 "$bound_msg \(got 'abc'\)$" -- generate --text hi --bound abc
+expect 0 "^next byte after 'hi'" -- generate --model tiny4 --text hi --bound 0
+# GPT-2 has no weight bound: --bound is refused, not ignored.
+expect 1 "^lockstep: error: --bound clips the tiny models' weights; GPT-2 runs its weights as they are" -- generate --model "$root/tests/data/hf-gpt2-A" --tokens 1 --bound 5
+expect 2 "$bound_msg \(got 'nan'\)$" -- generate --model "$root/tests/data/hf-gpt2-A" --tokens 1 --bound nan
+expect 1 "^lockstep: error: --model 'tiny5' is neither a shipped model \(tiny4, tiny64, tiny128\) nor an existing file or folder$" -- generate --model tiny5 --text hi
+expect 2 "^--weights: File does not exist: $tmp/no-such$" -- generate --weights "$tmp/no-such" --text hi
+expect 1 "^lockstep: error: the prompt is empty: give --text, --tokens, --file or - with at least one byte$" -- generate --text ''
+# --tokens: ID(,ID)*, ID = -?[0-9]+ (docs/cli.md); the item is named.
+tok_msg="is not an integer \(expected ids separated by single commas, no spaces, such as 84,111,32,98\)$"
+expect 1 "^lockstep: error: --tokens: item 2 'x' $tok_msg" -- generate --tokens 1,x
+expect 1 "^lockstep: error: --tokens: item 3 '' $tok_msg" -- generate --tokens 1,2,
+expect 1 "^lockstep: error: --tokens: item 1 ' 1' $tok_msg" -- generate --tokens ' 1'
+expect 1 "^lockstep: error: --tokens: item 2 '' $tok_msg" -- generate --tokens 1,,2
+expect 1 "^lockstep: error: --tokens: item 1 '\+1' $tok_msg" -- generate --tokens +1
+expect 1 "^lockstep: error: --tokens: item 1 '99999999999' $tok_msg" -- generate --tokens 99999999999
+expect 1 "^lockstep: error: a token is outside the vocabulary" -- generate --tokens 1,300
+expect 1 "^lockstep: error: a token is outside the vocabulary" -- generate --tokens -1
+expect 1 "^lockstep: error: give one prompt source, not both --text and --tokens" -- generate --text a --tokens 1
+expect 2 "^--generate: Value -3 not in range 0 to 1000000$" -- generate --text a --generate -3
+expect 1 "^lockstep: error: temperature must be" -- generate --text a --generate 3 --temperature 0
+expect 1 "^lockstep: error: top-k must be in \[1, 256\]" -- generate --text a --top-k 300
+# --seed: 0 .. 2^64-1 in decimal digits; -1, 2^64, 1e23 are refused.
+seed_msg="is not an integer in \[0, 18446744073709551615\] \(decimal digits only\)$"
+for v in -1 18446744073709551616 99999999999999999999 1e23 0x10 ''; do
+  expect 2 "^--seed: '$v' $seed_msg" -- generate --text a --generate 3 --top-k 5 --seed "$v"
+  expect 2 "^--seed: '$v' $seed_msg" -- train --context 4 --seed "$v"
+done
+a=$("$bin" generate --model tiny64 --text KING --generate 30 --top-k 20 --seed 18446744073709551615 -q)
+b=$("$bin" generate --model tiny64 --text KING --generate 30 --top-k 20 --seed 18446744073709551614 -q)
+[ -n "$a" ] && [ "$a" != "$b" ] && ok || bad "--seed 2^64-1 and 2^64-2 gave the same text"
+# --backend: the tiny models run on the binary64 core or wasm only.
+expect 1 "^lockstep: error: --backend 'bogus': the tiny models run on the binary64 core \(cpu, the default, or reference: the same code\) or wasm$" -- generate --model tiny4 --text hi --backend bogus
+expect 1 "^lockstep: error: --backend 'cpu-avx2': the tiny models run on" -- generate --model tiny4 --text hi --backend cpu-avx2
+a=$("$bin" generate --model tiny4 --text 'To b' --logits)
+b=$("$bin" generate --model tiny4 --text 'To b' --logits --backend reference)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "tiny --backend reference differs from cpu"
+expect 2 "^--context: 5 not in \{4,64,128\}$" -- train --context 5
+expect 2 "^--context is required$" -- train
+lr_msg="^--lr: --lr must be a number in \[1e-9, 10\] \(NaN is not\)"
+expect 2 "$lr_msg \(got 'nan'\)$" -- train --context 4 --lr nan
+expect 2 "$lr_msg \(got '0'\)$" -- train --context 4 --lr 0
+expect 2 "$lr_msg \(got '11'\)$" -- train --context 4 --lr 11
 
 # Damaged checkpoints: a clear message, exit 1, never a crash.
 cp "$root/models/tiny4.lockstep" "$tmp/good.lockstep"
@@ -109,7 +145,7 @@ expect 0 "^Hello world$" -- tokenize --decode --tokens 15496,995
 expect 0 "^50256$" -- tokenize --text "<|endoftext|>" --special
 expect 1 "outside \[0, 50257\)" -- tokenize --decode --tokens 1,50257
 expect 0 "parameters +3324736" -- info --model "$hf"
-expect 0 "converted|wrote" -- convert "$hf" "$tmp/a.lockstep"
+expect 0 "^wrote $tmp/a\.lockstep: 3324736 words, layout panel64, payload sha256 [0-9a-f]{64}, plain-layout sha256 [0-9a-f]{64}$" -- convert "$hf" "$tmp/a.lockstep"
 expect 0 "format +packed" -- info --model "$tmp/a.lockstep"
 prompt=7454,2402,257,640,11,287,257,1402,7404
 "$bin" logits --model "$hf" --tokens $prompt --all-positions --out "$tmp/l_hf" 2>/dev/null
@@ -120,7 +156,7 @@ cmp -s "$tmp/l_hf" "$tmp/l_packed" && ok || bad "HF folder and packed logits dif
 cmp -s "$tmp/l_hf" "$tmp/l_full" && ok || bad "cached and full-prefix logits differ"
 "$bin" logits --model "$hf" --tokens $prompt --all-positions --backend reference --out "$tmp/l_ref" 2>/dev/null
 cmp -s "$tmp/l_hf" "$tmp/l_ref" && ok || bad "reference and fast backend logits differ"
-expect 1 "unknown|backend" -- logits --model "$hf" --tokens 1 --backend gpu --out "$tmp/x"
+expect 1 "^lockstep: error: GPT-2 backend: unknown backend 'gpu' \(reference, cpu, " -- logits --model "$hf" --tokens 1 --backend gpu --out "$tmp/x"
 "$bin" logits --model "$hf" --tokens $prompt --out "$tmp/l_last" 2>/dev/null
 cmp -s "$tmp/l_last" <(tail -c $((50257 * 4)) "$tmp/l_hf") && ok || bad "last row differs"
 a=$("$bin" generate --model "$hf" --text "Once upon a time, in a small village" --generate 24 -q)
@@ -131,7 +167,7 @@ expect 0 "context limit of 128" -- generate --model "$hf" --tokens $prompt --gen
 expect 1 "exceed the context|context is 128" -- logits --model "$hf" --tokens "$(seq -s, 1 129)" --out "$tmp/x"
 expect 1 "outside the vocabulary" -- logits --model "$hf" --tokens 1,50257 --out "$tmp/x"
 expect 1 "for GPT-2 models" -- logits --model tiny4 --tokens 1 --out "$tmp/x"
-expect nonzero "required" -- logits --model "$hf" --tokens 1
+expect 2 "^--out is required$" -- logits --model "$hf" --tokens 1
 [ ! -e "$tmp/x" ] && ok || bad "a failed logits run left a file"
 
 # Prompts from a file or standard input: every byte as it is (NUL, 0xff).
@@ -157,7 +193,12 @@ expect 1 "give one prompt source" -- logits --model "$root/tests/data/hf-gpt2-A"
 expect 1 "give one prompt source" -- generate --text a --stop x -
 expect 1 "cannot open --file '$tmp/no-such': No such file" -- generate --file "$tmp/no-such"
 expect 1 "Is a directory" -- generate --file "$tmp"
-expect nonzero "'hello' is not an option" -- generate hello
+expect 2 "'hello' is not an option; a prompt goes in --text, --file PATH or - \(standard input\)" -- generate hello
+expect 1 "^lockstep: error: --tokens is for --decode; text to encode goes in --text, --file or -$" -- tokenize --tokens 1,2
+expect 1 "^lockstep: error: --tokens is for --decode" -- tokenize --tokens 1,2 --json
+expect 1 "^lockstep: error: --tokens: item 3 '' $tok_msg" -- tokenize --decode --tokens 15496,995,
+expect 1 "^lockstep: error: --tokens: item 1 ' 15496' $tok_msg" -- tokenize --decode --tokens ' 15496'
+[ "$(printf '15496,995,\n' | "$bin" tokenize --decode -)" = "Hello world" ] && ok || bad "tokenize --decode -: a trailing separator in a file of ids"
 expect 1 "prompt is empty" -- generate --file /dev/null
 expect 1 "--decode reads ids from --tokens, --file or -" -- tokenize --decode --text 1,2
 
@@ -166,7 +207,7 @@ expect 1 "top-p must be a number in \(0, 1\]" -- generate --text a --generate 3 
 expect 1 "top-p must be a number in \(0, 1\]" -- generate --text a --generate 3 --top-p 1.5
 expect 1 "top-p must be a number in \(0, 1\]" -- generate --text a --generate 3 --top-p nan
 expect 1 "top-p must be a number in \(0, 1\]" -- generate --text a --generate 3 --top-p -0.5
-expect nonzero "top-p" -- generate --text a --generate 3 --top-p abc
+expect 2 "^Could not convert: --top-p = abc$" -- generate --text a --generate 3 --top-p abc
 expect 1 "--stop needs a non-empty string" -- generate --text a --generate 3 --stop ''
 a=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 --top-p 0.8 --seed 3 2>/dev/null)
 b=$("$bin" generate --model tiny128 --text 'JULIET:' --generate 120 --top-p 0.8 --seed 3 2>/dev/null)

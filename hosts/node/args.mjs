@@ -1,6 +1,7 @@
 // A small parser for the native CLI's flags (cli/*.cc): --name VALUE,
 // --name=VALUE, short aliases, boolean flags. Unknown or repeated options
 // and missing values are errors.
+import { statSync } from 'node:fs';
 import { HostError } from './module.mjs';
 
 // spec: { name: { alias: '-x', flag: true, def: value } }
@@ -67,15 +68,67 @@ export function numberOption(v, name) {
   return x;
 }
 
-// "1,2,3" as the native parse_token_list reads it.
+// "1,2,3" as the native parse_token_list reads it (docs/cli.md): ID(,ID)*,
+// ID = -?[0-9]+ within int32; no spaces, no empty item, no trailing comma.
 export function parseTokenList(list) {
   if (list === '') return [];
-  return list.split(',').map((item) => {
-    if (!/^\s*[+-]?\d+$/.test(item) || Number(item) < -0x80000000 ||
+  return list.split(',').map((item, i) => {
+    if (!/^-?\d{1,10}$/.test(item) || Number(item) < -0x80000000 ||
         Number(item) > 0x7fffffff) {
-      throw new HostError(`--tokens: '${item}' is not an integer (expected ` +
-                          'a comma-separated list such as 84,111,32,98)');
+      throw new HostError(`--tokens: item ${i + 1} '${item}' is not an ` +
+                          'integer (expected ids separated by single ' +
+                          'commas, no spaces, such as 84,111,32,98)');
     }
     return Number(item);
   });
+}
+
+// The native CLI's --seed check (cli/model_args.cc unsigned64): decimal
+// digits only, at most 2^64 - 1.
+export function seedOption(v) {
+  if (!/^\d{1,20}$/.test(v) || BigInt(v) >= 1n << 64n) {
+    throw new HostError(`--seed: '${v}' is not an integer in ` +
+                        '[0, 18446744073709551615] (decimal digits only)');
+  }
+  return BigInt(v);
+}
+
+// The native CLI's --bound check: a number in [0, 10] (NaN is not).
+export function boundOption(v) {
+  const x = typeof v === 'number' ? v : Number(v);
+  if (typeof v !== 'number' && v.trim() === '' || !(x >= 0 && x <= 10)) {
+    throw new HostError(`--bound: weight bound B must be a number in ` +
+                        `[0, 10] (got '${v}')`);
+  }
+  return x;
+}
+
+// A file the host reads (a checkpoint, the module): a clear message when it
+// is missing or is a folder, instead of Node's exception.
+export function regularFile(path, what) {
+  let st;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    throw new HostError(`${what} '${path}': ${e.code === 'ENOENT'
+        ? 'no such file' : e.message}`);
+  }
+  if (st.isDirectory()) {
+    throw new HostError(`${what} '${path}' is a folder, not a file`);
+  }
+  return path;
+}
+
+// --help for a command: its options from the spec.
+export function usage(command, spec, summary) {
+  const lines = [`usage: node hosts/node/lockstep.mjs ${command} [options]`,
+                 summary, '', 'options:'];
+  for (const [name, s] of Object.entries(spec)) {
+    const head = `  --${name}${s.alias ? ', ' + s.alias : ''}` +
+                 (s.flag ? '' : ' VALUE');
+    const def = 'def' in s ? ` (default ${s.def})` : '';
+    lines.push(`${head.padEnd(28)} ${s.help || ''}${def}`);
+  }
+  lines.push('  --help, -h                   this text');
+  return lines.join('\n') + '\n';
 }

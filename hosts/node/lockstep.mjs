@@ -11,31 +11,33 @@ import { resolve } from 'node:path';
 import { HostError, hostDir, loadModule, defaultModulePath }
   from './module.mjs';
 import { Session } from './session.mjs';
-import { parseArgs, intOption, numberOption, parseTokenList } from './args.mjs';
+import { parseArgs, intOption, numberOption, parseTokenList, seedOption,
+         boundOption, regularFile, usage } from './args.mjs';
 import { hexFloat, jsonNumber, showByte, showBytes } from './format.mjs';
 import { loadVocab } from './gpt2_vocab.mjs';
 import { serve } from './serve.mjs';
-import { writeStdout } from './stdout.mjs';
+import { writeStdout, OutputError } from './stdout.mjs';
 
 const TINY = ['tiny4', 'tiny64', 'tiny128'];
 
 const out = writeStdout;
 
 const moduleOptions = {
-  module: {},
-  'module-sha256': {},
+  module: { help: 'the WebAssembly module (default: the build\'s)' },
+  'module-sha256': { help: 'its expected SHA-256 (default: recorded)' },
 };
 const modelOptions = {
-  model: { alias: '-m', def: 'tiny128' },
-  weights: { alias: '-w' },
+  model: { alias: '-m', def: 'tiny128',
+           help: 'tiny4, tiny64, tiny128 or a packed .lockstep file' },
+  weights: { alias: '-w', help: 'a checkpoint file' },
   // Accepted for the native CLI's sake: the module is single-threaded and
   // is the backend.
-  backend: { def: 'wasm' },
-  threads: { def: '1' },
+  backend: { def: 'wasm', help: 'wasm only' },
+  threads: { def: '1', help: 'accepted; the module runs on one' },
 };
 
 function modelPath(a) {
-  if (a.weights !== undefined) return a.weights;
+  if (a.weights !== undefined) return regularFile(a.weights, '--weights');
   if (TINY.includes(a.model)) {
     return resolve(hostDir, '..', '..', 'models', `${a.model}.lockstep`);
   }
@@ -48,7 +50,7 @@ function modelPath(a) {
                         'host reads packed .lockstep checkpoints (lockstep ' +
                         'convert makes one)');
   }
-  return a.model;
+  return regularFile(a.model, '--model');
 }
 
 function label(a) { return a.weights !== undefined ? a.weights : a.model; }
@@ -57,7 +59,9 @@ function openSession(a, maxPrefix) {
   if (a.backend !== 'wasm') {
     throw new HostError(`--backend '${a.backend}': this host runs 'wasm' only`);
   }
-  const module = loadModule(a.module || defaultModulePath(),
+  const module = loadModule(a.module === undefined ? defaultModulePath()
+                                                 : regularFile(a.module,
+                                                               '--module'),
                             a['module-sha256'] || null);
   return Session.open(modelPath(a), { module, maxPrefix });
 }
@@ -93,25 +97,24 @@ function samplerOptions(a, vocab) {
   if (!(temperature > 0 && temperature <= 1e300)) {
     throw new HostError('temperature must be a finite number > 0');
   }
-  let seed = 0n;
-  if (a.seed !== undefined) {
-    if (!/^\d+$/.test(a.seed) || BigInt(a.seed) >= 1n << 64n) {
-      throw new HostError(`--seed: '${a.seed}' is not an unsigned 64-bit ` +
-                          'integer');
-    }
-    seed = BigInt(a.seed);
-  }
+  const seed = a.seed === undefined ? 0n : seedOption(a.seed);
   return { topK, temperature, seed };
 }
 
 const generateSpec = {
   ...modelOptions, ...moduleOptions,
-  text: { alias: '-t' }, tokens: {},
-  generate: { alias: '-n', def: '0' }, top: { def: '10' },
-  logits: { flag: true }, json: { flag: true }, full: { flag: true },
-  special: { flag: true }, bound: { alias: '-B', def: '10' },
-  'top-k': { alias: '-k' }, seed: { alias: '-s' },
-  temperature: { alias: '-T' },
+  text: { alias: '-t', help: 'prompt bytes (tiny models only)' },
+  tokens: { help: 'prompt ids, e.g. 84,111,32,98' },
+  generate: { alias: '-n', def: '0', help: 'tokens to generate' },
+  top: { def: '10', help: 'rows of the distribution' },
+  logits: { flag: true, help: 'every logit as a hex float' },
+  json: { flag: true, help: 'one JSON object' },
+  full: { flag: true, help: 'GPT-2: full-prefix pass per token' },
+  special: { flag: true, help: 'accepted (no tokenizer here)' },
+  bound: { alias: '-B', def: '10', help: 'tiny: weight bound in [0, 10]' },
+  'top-k': { alias: '-k', help: 'sample from the k most likely' },
+  seed: { alias: '-s', help: 'sampler seed, 0 to 2^64-1' },
+  temperature: { alias: '-T', help: 'T > 0' },
 };
 
 function prompt(a, kind) {
@@ -133,8 +136,12 @@ function generate(argv) {
   const a = parseArgs(argv, generateSpec, 'generate');
   const n = intOption(a.generate, '--generate', 0, 1000000);
   const top = intOption(a.top, '--top', 1, 256);
-  const bound = numberOption(a.bound, '--bound');
+  const bound = boundOption(a.bound);
   const s = openSession(a, undefined);
+  if (s.kind === 'gpt2' && a.given.has('bound')) {
+    throw new HostError('--bound clips the tiny models\' weights; GPT-2 ' +
+                        'runs its weights as they are (leave --bound out)');
+  }
   const opts = samplerOptions(a, s.nVocab);
   const tokens = prompt(a, s.kind);
   if (tokens.length === 0) {
@@ -275,9 +282,12 @@ function gpt2Generate(a, s, tokens, n, top, opts) {
 
 const logitsSpec = {
   ...modelOptions, ...moduleOptions,
-  tokens: {}, text: {}, out: { alias: '-o' },
-  'all-positions': { flag: true }, full: { flag: true },
-  special: { flag: true },
+  tokens: { help: 'token ids, e.g. 15496,995' },
+  text: { help: 'refused: this host has no tokenizer' },
+  out: { alias: '-o', help: 'output file (binary32 rows)' },
+  'all-positions': { flag: true, help: 'one row per position' },
+  full: { flag: true, help: 'full-prefix pass per row' },
+  special: { flag: true, help: 'accepted (no tokenizer here)' },
 };
 
 function logits(argv) {
@@ -327,10 +337,14 @@ function logits(argv) {
 
 // The module's identity and, with --model, the session's memory plan (the
 // WebAssembly memory is exactly `memory_bytes`, created once).
+const infoSpec = { ...moduleOptions, model: { alias: '-m' },
+                   weights: { alias: '-w' } };
+
 function info(argv) {
-  const a = parseArgs(argv, { ...moduleOptions, model: { alias: '-m' },
-                              weights: { alias: '-w' } }, 'info');
-  const m = loadModule(a.module || defaultModulePath(),
+  const a = parseArgs(argv, infoSpec, 'info');
+  const m = loadModule(a.module === undefined ? defaultModulePath()
+                                              : regularFile(a.module,
+                                                            '--module'),
                        a['module-sha256'] || null);
   const j = { module: m.path, sha256: m.sha256, bytes: m.size,
               min_pages: m.minPages };
@@ -347,18 +361,51 @@ function info(argv) {
 }
 
 const commands = { generate, logits, serve, info };
+const help = {
+  generate: [generateSpec, 'The next-token distribution, logits or ' +
+             'generated tokens, as `lockstep generate --backend wasm`.'],
+  logits: [logitsSpec, 'GPT-2 logits as little-endian binary32 rows, as ' +
+           '`lockstep logits`.'],
+  info: [infoSpec, 'The module\'s identity; with a model, its memory plan.'],
+  serve: [{ ...modelOptions, ...moduleOptions },
+          'The binary protocol `lockstep ... --backend wasm` drives ' +
+          '(serve.mjs).'],
+};
+const topUsage = 'usage: node hosts/node/lockstep.mjs ' +
+                 'generate|logits|serve|info [options] (COMMAND --help)\n';
 
 function main(argv) {
   const cmd = argv[0];
+  if (cmd === '--help' || cmd === '-h') {
+    writeStdout(topUsage);
+    return 0;
+  }
   if (!commands[cmd]) {
-    process.stderr.write('usage: node hosts/node/lockstep.mjs ' +
-                         'generate|logits|serve|info [options]\n');
+    process.stderr.write(topUsage);
     return 2;
   }
   try {
+    if (argv.includes('--help') || argv.includes('-h')) {
+      writeStdout(usage(cmd, ...help[cmd]));
+      return 0;
+    }
     return commands[cmd](argv.slice(1));
   } catch (e) {
+    // Standard output gone (docs/cli.md "Output"): a closed pipe ends
+    // quietly with 141 (128 + SIGPIPE, as the native CLI's signal), any
+    // other write error with a message and 1.
+    if (e instanceof OutputError) {
+      if (e.code === 'EPIPE') return 141;
+      process.stderr.write(`lockstep (wasm): error: ${e.message}\n`);
+      return 1;
+    }
     if (e instanceof HostError || e instanceof RangeError) {
+      process.stderr.write(`lockstep (wasm): error: ${e.message}\n`);
+      return 1;
+    }
+    // A file the host could not read or write (EISDIR, EACCES, ENOENT,
+    // ENOSPC ...): Node's message, no stack trace.
+    if (typeof e.code === 'string' && typeof e.syscall === 'string') {
       process.stderr.write(`lockstep (wasm): error: ${e.message}\n`);
       return 1;
     }
