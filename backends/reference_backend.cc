@@ -1,7 +1,11 @@
 #include "backends/reference_backend.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
+
+#include "lockstep/error.h"
+#include "ls_gpt2_q8.h"
 
 namespace lockstep::backends {
 namespace {
@@ -64,3 +68,81 @@ std::unique_ptr<Gpt2Backend> make_reference_backend(const ls_gpt2_config& c,
 }
 
 }  // namespace lockstep::backends
+
+// ------------------------------------------------------------ int8
+namespace lockstep {
+namespace {
+
+// core/ls_gpt2_q8.c behind the interface; the weights are read in place.
+class ReferenceQ8Backend final : public Gpt2Backend {
+ public:
+  ReferenceQ8Backend(std::string name, const ls_gpt2_config& c,
+                     const uint8_t* w, size_t bytes, int max_prefix)
+      : name_(std::move(name)), c_(c), w_(w), bytes_(bytes) {
+    const int n = max_prefix > 0 ? std::min(max_prefix, c.n_ctx) : c.n_ctx;
+    scratch_.assign(std::max(ls_gpt2_step_scratch_floats(&c),
+                             ls_gpt2_infer_scratch_floats(&c, n)),
+                    0.0f);
+  }
+  std::string name() const override { return name_; }
+  size_t extra_memory_bytes() const override {
+    return scratch_.size() * sizeof(float);
+  }
+  ls_status step(float* cache, size_t cache_capacity, size_t cache_len,
+                 int32_t token, int32_t position, float* logits) override {
+    return ls_gpt2_q8_step(&c_, w_, bytes_, cache, cache_capacity, cache_len,
+                           token, position, scratch_.data(), scratch_.size(),
+                           logits);
+  }
+  ls_status infer(const int32_t* tokens, int n, float* logits) override {
+    return ls_gpt2_q8_infer(&c_, w_, bytes_, tokens, n, scratch_.data(),
+                            scratch_.size(), logits);
+  }
+  ls_status prefill(float* cache, size_t cache_capacity, size_t cache_len,
+                    const int32_t* tokens, int n, int32_t position,
+                    bool all_positions, float* logits) override {
+    return ls_gpt2_q8_prefill(&c_, w_, bytes_, cache, cache_capacity, cache_len,
+                              tokens, n, position, all_positions ? 1 : 0,
+                              scratch_.data(), scratch_.size(), logits);
+  }
+
+ private:
+  std::string name_;
+  ls_gpt2_config c_;
+  const uint8_t* w_;
+  size_t bytes_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Gpt2Backend> make_gpt2_q8_backend(const std::string& name,
+                                                  const ls_gpt2_config& c,
+                                                  const uint8_t* weights,
+                                                  size_t bytes,
+                                                  int max_prefix) {
+  if (!ls_gpt2_q8_config_valid(&c)) {
+    throw Error("GPT-2 int8 backend: invalid config");
+  }
+  if (!weights || bytes != ls_gpt2_q8_bytes(&c)) {
+    throw Error("GPT-2 int8 backend: " + std::to_string(bytes) +
+                " bytes of weights, the config needs " +
+                std::to_string(ls_gpt2_q8_bytes(&c)));
+  }
+  std::string shown;
+  if (name == "reference") {
+    shown = "reference (int8)";
+  } else if (name == "cpu" || name.rfind("cpu-", 0) == 0) {
+    // No int8 fast path exists yet: the cpu names run the int8 reference,
+    // which is what a fast path would have to match bit for bit anyway.
+    shown = "reference (int8; " + name + " has no int8 fast path yet)";
+  } else {
+    throw Error("GPT-2 backend '" + name +
+                "' cannot run int8 weights (int8 runs on reference and cpu; "
+                "docs/int8.md)");
+  }
+  return std::make_unique<ReferenceQ8Backend>(shown, c, weights, bytes,
+                                              max_prefix);
+}
+
+}  // namespace lockstep

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "formats/gpt2_checkpoint.h"
+#include "formats/gpt2_q8.h"
 #include "lockstep/error.h"
 #include "lockstep/huge_floats.h"
 #include "ls_sampler.h"
@@ -66,6 +67,12 @@ int run(BenchArgs a) {
   const float* w = nullptr;
   std::string source;
   if (!a.model.empty()) {
+    if (is_gpt2_q8_file(a.model)) {
+      throw Error("bench: '" + a.model +
+                  "' is an int8 file; bench measures binary32 for now (int8 "
+                  "has only its scalar reference so far, no fast path: "
+                  "docs/int8.md)");
+    }
     loaded = load_gpt2(a.model, /*verify_digest=*/false);
     c = loaded.config;
     w = loaded.data();

@@ -1,4 +1,5 @@
 // lockstep info: what a checkpoint holds and how to identify it.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -10,10 +11,12 @@
 #include "cli/commands.h"
 #include "cli/model_args.h"
 #include "formats/gpt2_checkpoint.h"
+#include "formats/gpt2_q8.h"
 #include "hosts/native/wasm_host.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
 #include "lockstep/tiny.h"
+#include "ls_gpt2_q8.h"
 
 namespace lockstep::cli {
 namespace {
@@ -90,7 +93,66 @@ nlohmann::json memory_plan(const Gpt2Weights& w, int threads) {
           {"total", mem.weights + extra + mem.cache + mem.logits}};
 }
 
+// An int8 file (docs/int8.md): what is quantized and how, its size against
+// the binary32 payload of the same model, its digest and the binary32
+// digest it was quantized from, and the memory plan of a session on the
+// int8 reference (the only int8 backend so far).
+nlohmann::json q8_info(const std::string& path, bool resident) {
+  if (resident) {
+    throw Error(
+        "info --resident: int8 files run on the scalar int8 reference only "
+        "so far (no fast path yet), whose full-context prefill is not "
+        "measured here (docs/int8.md)");
+  }
+  const Gpt2Weights w = load_gpt2_q8(path);
+  const ls_gpt2_config& c = w.config;
+  const Gpt2Memory mem = gpt2_memory_plan(c, c.n_ctx);
+  const size_t scratch = std::max(ls_gpt2_step_scratch_floats(&c),
+                                  ls_gpt2_infer_scratch_floats(&c, c.n_ctx)) *
+                         sizeof(float);
+  const size_t f32 = ls_gpt2_param_count(&c) * sizeof(float);
+  return {{"path", w.source},
+          {"model", "GPT-2"},
+          {"dtype", "int8"},
+          {"quantization",
+           {{"kind", "q8g64 (docs/int8.md, docs/arithmetic.md section 7)"},
+            {"weights",
+             "int8 in [-127, 127], one bfloat16 scale per output "
+             "and group of 64 inputs"},
+            {"activations",
+             "int8 per position and group of 64, binary32 "
+             "scales, at run time"},
+            {"quantized",
+             "c_attn, attn.c_proj, c_fc, mlp.c_proj of every "
+             "block; wte (embedding and head); wpe"},
+            {"binary32", "LayerNorm, biases, attention, KV cache, logits"}}},
+          {"format", w.format},
+          {"layout", kGpt2Q8Layout},
+          {"config",
+           {{"n_vocab", c.n_vocab},
+            {"n_ctx", c.n_ctx},
+            {"n_embd", c.n_embd},
+            {"n_head", c.n_head},
+            {"n_layer", c.n_layer}}},
+          {"parameters", ls_gpt2_param_count(&c)},
+          {"payload_bytes", w.q8_bytes()},
+          {"binary32_payload_bytes", f32},
+          {"payload_vs_binary32", double(w.q8_bytes()) / double(f32)},
+          {"payload_sha256", w.payload_sha256},
+          {"binary32_plain_sha256", w.plain_sha256},
+          {"memory_bytes",
+           {{"backend", "reference (int8)"},
+            {"weights", w.q8_bytes()},
+            {"weights_mapped", true},
+            {"cache", mem.cache},
+            {"scratch", scratch},
+            {"logits", mem.logits},
+            {"total", w.q8_bytes() + mem.cache + scratch + mem.logits}}},
+          {"meta", w.meta}};
+}
+
 nlohmann::json gpt2_info(const std::string& path, bool resident) {
+  if (is_gpt2_q8_file(path)) return q8_info(path, resident);
   const Gpt2Weights w = load_gpt2(path);
   const ls_gpt2_config& c = w.config;
   nlohmann::json j = {{"path", w.source},

@@ -36,7 +36,7 @@ int run(const LogitsArgs& a) {
         "lockstep logits is for GPT-2 models; for a tiny model use "
         "`lockstep generate --logits --json`");
   }
-  const Gpt2Weights w = load_gpt2(a.model.path());
+  const Gpt2Weights w = load_gpt2_any(a.model.path());  // int8 too
   const ls_gpt2_config& c = w.config;
   const std::vector<int32_t> tokens =
       a.prompt.from_tokens() ? parse_token_list(a.prompt.tokens)

@@ -60,7 +60,7 @@ int run_gpt2_generate(const GenerateArgs& args) {
         "--bound clips the tiny models' weights; GPT-2 runs its weights as "
         "they are (leave --bound out)");
   }
-  const Gpt2Weights w = load_gpt2(a.model.path());
+  const Gpt2Weights w = load_gpt2_any(a.model.path());  // int8 too
   const Tokenizer tok = Tokenizer::load(data_dir() + "/gpt2");
   const ls_gpt2_config& c = w.config;
   if (a.sampler.top_k == kWholeVocabulary) a.sampler.top_k = c.n_vocab;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "formats/gpt2_checkpoint.h"
+#include "formats/gpt2_q8.h"
 #include "hosts/native/wasm_host.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
@@ -23,11 +24,20 @@ class Gpt2Runner {
  public:
   Gpt2Runner(const std::string& path, const Gpt2Weights& w,
              const std::string& backend, int threads, int max_prefix)
-      : threads_(backend == "wasm" || backend == "reference" ? 1
-                 : threads > 0
-                     ? threads
-                     : int(std::max(1u, std::thread::hardware_concurrency()))) {
+      : threads_(backend == "wasm" || backend == "reference" ||
+                         w.quant == "int8"  // the int8 reference: 1 thread
+                     ? 1
+                     : threads > 0
+                           ? threads
+                           : int(std::max(
+                                 1u, std::thread::hardware_concurrency()))) {
     if (backend == "wasm") {
+      if (w.quant == "int8") {
+        throw Error(
+            "--backend wasm runs binary32 files; the WebAssembly module has "
+            "no int8 entries yet (docs/int8.md): use --backend reference or "
+            "cpu");
+      }
       if (w.format != "packed") {
         throw Error(
             "--backend wasm reads packed .lockstep checkpoints; convert "
@@ -37,7 +47,8 @@ class Gpt2Runner {
           std::make_unique<WasmHost>(path, WasmHostOptions{{}, {}, max_prefix});
     } else {
       native_ = std::make_unique<Gpt2Session>(
-          Gpt2View{w.config, w.data(), w.words(), w.layout},
+          Gpt2View{w.config, w.data(), w.words(), w.layout, w.q8_data(),
+                   w.q8_bytes()},
           Gpt2SessionOptions{backend, threads, max_prefix});
     }
   }

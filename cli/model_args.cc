@@ -92,7 +92,9 @@ void add_backend_options(CLI::App& app, std::string& backend, int& threads) {
   app.add_option("--backend", backend,
                  "cpu, cpu-avx512, cpu-avx2, cpu-generic, reference (GPT-2) "
                  "or wasm (the WebAssembly module in Node.js; GPT-2 and the "
-                 "tiny models); all give the same bits")
+                 "tiny models); all give the same bits. An int8 file runs "
+                 "on reference, and on cpu through the same int8 reference "
+                 "(no int8 fast path yet; docs/int8.md)")
       ->capture_default_str();
   // 0 (the default) is every core: the session resolves it
   // (Gpt2SessionOptions). The reference and the WebAssembly module run on

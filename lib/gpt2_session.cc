@@ -47,18 +47,24 @@ Gpt2Session::Gpt2Session(const Gpt2View& view, const Gpt2SessionOptions& o)
     : view_(view) {
   const ls_gpt2_config& c = view.config;
   if (!ls_gpt2_config_valid(&c)) check(LS_ERR_CONFIG, "GPT-2 session");
-  if (!view.weights || view.words != ls_gpt2_param_count(&c)) {
+  if (!view.q8 && (!view.weights || view.words != ls_gpt2_param_count(&c))) {
     throw Error("GPT-2 session: " + std::to_string(view.words) +
                 " weights, the config needs " +
                 std::to_string(ls_gpt2_param_count(&c)));
   }
   max_prefix_ = o.max_prefix > 0 ? std::min(o.max_prefix, c.n_ctx) : c.n_ctx;
-  backend_ = make_gpt2_backend(o.backend, c, view.weights, view.words,
-                               o.backend == "reference" ? 1
-                               : o.threads == 0         ? all_cores()
-                                                        : o.threads,
-                               max_prefix_, view.layout);
+  if (view.q8) {  // int8 (docs/int8.md): the backend checks the byte count
+    backend_ =
+        make_gpt2_q8_backend(o.backend, c, view.q8, view.q8_bytes, max_prefix_);
+  } else {
+    backend_ = make_gpt2_backend(o.backend, c, view.weights, view.words,
+                                 o.backend == "reference" ? 1
+                                 : o.threads == 0         ? all_cores()
+                                                          : o.threads,
+                                 max_prefix_, view.layout);
+  }
   memory_ = gpt2_memory_plan(c, max_prefix_);
+  if (view.q8) memory_.weights = view.q8_bytes;
   memory_.scratch = backend_->extra_memory_bytes();
   cache_ = HugeFloats(memory_.cache / sizeof(float));
   logits_.assign(memory_.logits / sizeof(float), 0.0f);

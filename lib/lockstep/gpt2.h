@@ -25,6 +25,11 @@ struct Gpt2View {
   const float* weights = nullptr;
   size_t words = 0;
   ls_gpt2_layout layout = LS_GPT2_LAYOUT_PLAIN;
+  // Grouped int8 weights instead (core/ls_gpt2_q8.h, docs/int8.md):
+  // ls_gpt2_q8_bytes(config) bytes checked by load_gpt2_q8; weights and
+  // words are then unused.
+  const uint8_t* q8 = nullptr;
+  size_t q8_bytes = 0;
 };
 
 // The config's memory plan, in bytes.

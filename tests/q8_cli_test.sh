@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Grouped int8 from the command line (docs/int8.md): convert --quant int8
+# from an HF folder and from both binary32 layouts (one payload), info,
+# logits on reference and cpu (the same bytes; cpu runs the int8 reference
+# until a fast path exists, and says so), full pass == prefill, generate,
+# and the refusals (--layout with --quant int8, re-quantizing, wasm).
+# Usage: q8_cli_test.sh LOCKSTEP_BINARY REPO_ROOT
+set -u
+bin=$1
+root=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE PATTERN -- ARGS...: exit status CODE (or "nonzero") and
+# PATTERN (extended regex) somewhere in stdout+stderr.
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  local out status
+  out=$("$bin" "$@" 2>&1)
+  status=$?
+  if [ "$code" = nonzero ]; then
+    [ "$status" -ne 0 ] || { bad "lockstep $* exited 0, expected failure"; return; }
+  elif [ "$status" -ne "$code" ]; then
+    bad "lockstep $* exited $status, expected $code: $out"
+    return
+  fi
+  grep -Eq -- "$pattern" <<<"$out" && ok || bad "lockstep $*: output lacks /$pattern/: $out"
+}
+
+hf="$root/tests/data/hf-gpt2-A"
+expect 0 "int8 \(q8g64" -- convert "$hf" "$tmp/q.lockstep" --quant int8
+expect 0 "layout plain" -- convert "$hf" "$tmp/p.lockstep" --layout plain
+expect 0 "layout panel64" -- convert "$hf" "$tmp/x.lockstep"
+expect 0 "int8" -- convert "$tmp/p.lockstep" "$tmp/q2.lockstep" --quant int8
+expect 0 "int8" -- convert "$tmp/x.lockstep" "$tmp/q3.lockstep" --quant int8
+# The payloads are equal; the meta records the source, so compare them.
+tail -c 1000000 "$tmp/q.lockstep" > "$tmp/t1"
+tail -c 1000000 "$tmp/q2.lockstep" > "$tmp/t2"
+tail -c 1000000 "$tmp/q3.lockstep" > "$tmp/t3"
+cmp -s "$tmp/t1" "$tmp/t2" && cmp -s "$tmp/t1" "$tmp/t3" && ok ||
+  bad "int8 payloads differ between sources"
+
+plain=$("$bin" info --model "$tmp/p.lockstep" | awk '$1 == "payload_sha256" { print $2 }')
+expect 0 "binary32_plain_sha256 +$plain" -- info --model "$tmp/q.lockstep"
+expect 0 "dtype +int8" -- info --model "$tmp/q.lockstep"
+expect 0 "payload_vs_binary32 +0\.2" -- info --model "$tmp/q.lockstep"
+
+tokens=15496,11,616,1438,318,257,1332,13,4162,389,345,30
+expect 0 "" -- logits --model "$tmp/q.lockstep" --tokens $tokens --all-positions --backend reference --out "$tmp/ref.f32"
+expect 0 "" -- logits --model "$tmp/q.lockstep" --tokens $tokens --all-positions --backend cpu --out "$tmp/cpu.f32"
+expect 0 "" -- logits --model "$tmp/q.lockstep" --tokens $tokens --all-positions --full --out "$tmp/full.f32"
+cmp -s "$tmp/ref.f32" "$tmp/cpu.f32" && ok || bad "int8 logits differ between reference and cpu"
+cmp -s "$tmp/ref.f32" "$tmp/full.f32" && ok || bad "int8 full pass differs from prefill"
+[ "$(stat -c %s "$tmp/ref.f32")" = $((12 * 50257 * 4)) ] && ok || bad "int8 logits size"
+expect 0 "no int8 fast path yet" -- generate --model "$tmp/q.lockstep" --tokens 15496,11 --generate 4 --backend cpu
+expect 0 "" -- generate --model "$tmp/q.lockstep" --tokens 15496,11 --generate 4 --backend reference
+
+expect nonzero "--layout is for binary32" -- convert "$hf" "$tmp/bad.lockstep" --quant int8 --layout plain
+expect nonzero "already int8" -- convert "$tmp/q.lockstep" "$tmp/bad.lockstep" --quant int8
+expect nonzero "bench measures binary32" -- bench --model "$tmp/q.lockstep"
+expect nonzero "no int8 entries" -- generate --model "$tmp/q.lockstep" --tokens 15496 --generate 1 --backend wasm
+[ ! -e "$tmp/bad.lockstep" ] && ok || bad "a refused convert left a file"
+
+echo "q8_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
