@@ -3,6 +3,9 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_isa.h"
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 #include "backends/reference_backend.h"
 #include "lockstep/error.h"
 
@@ -31,6 +34,16 @@ std::unique_ptr<Gpt2Backend> make_gpt2_backend(
     return backends::make_reference_backend(c, weights, words, max_prefix,
                                             layout);
   }
+  if (name == "cuda") {
+    // The GPU ignores `threads` (a session passes its CPU count).
+#ifdef LOCKSTEP_HAVE_CUDA
+    return backends::make_cuda_backend(c, weights, words, max_prefix, layout);
+#else
+    throw Error(
+        "GPT-2 backend: this build has no CUDA backend (configure with "
+        "-DLOCKSTEP_CUDA=ON where nvcc is found; docs/cuda.md)");
+#endif
+  }
   std::string isa;
   if (name == "cpu") {
     isa = cpu::default_isa();
@@ -39,7 +52,8 @@ std::unique_ptr<Gpt2Backend> make_gpt2_backend(
   } else {
     throw Error(
         "GPT-2 backend: unknown backend '" + name +
-        "' (reference, cpu, cpu-avx512, cpu-avx2, cpu-neon, cpu-generic)");
+        "' (reference, cpu, cpu-avx512, cpu-avx2, cpu-neon, cpu-generic, "
+        "cuda)");
   }
   if (isa != "avx512" && isa != "avx2" && isa != "neon" && isa != "generic") {
     throw Error("GPT-2 backend: unknown ISA '" + isa +
@@ -54,6 +68,9 @@ namespace backends {
 std::vector<std::string> available_gpt2_backends() {
   std::vector<std::string> out{"reference"};
   for (const auto& isa : cpu::supported_isas()) out.push_back("cpu-" + isa);
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (cuda_device_available()) out.push_back("cuda");
+#endif
   return out;
 }
 

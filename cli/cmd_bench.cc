@@ -294,7 +294,9 @@ Action add_bench(CLI::App& app) {
                  "a GPT-2 checkpoint or HF folder (default: seeded random "
                  "124M weights generated in memory)");
   app.add_option("--backend", a->backend,
-                 "cpu, cpu-avx512, cpu-avx2, cpu-generic or reference")
+                 "cpu, cpu-avx512, cpu-avx2, cpu-generic, reference or cuda "
+                 "(the limits measured are the CPU's; the GPU's own: "
+                 "cuda_bench, docs/cuda.md)")
       ->capture_default_str();
   app.add_option("--threads", a->threads,
                  "thread counts to measure, 1 to 256 (0: all cores)")

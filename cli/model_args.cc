@@ -90,7 +90,8 @@ CLI::Validator unsigned64() {
 
 void add_backend_options(CLI::App& app, std::string& backend, int& threads) {
   app.add_option("--backend", backend,
-                 "cpu, cpu-avx512, cpu-avx2, cpu-generic, reference (GPT-2) "
+                 "cpu, cpu-avx512, cpu-avx2, cpu-generic, reference, cuda "
+                 "(GPT-2; cuda: an NVIDIA GPU, in builds with LOCKSTEP_CUDA) "
                  "or wasm (the WebAssembly module in Node.js; GPT-2 and the "
                  "tiny models); all give the same bits. An int8 file runs "
                  "on reference, and on cpu through the same int8 reference "

@@ -1,0 +1,257 @@
+// cuda_bench: GPT-2 124M on the CUDA backend against the device's own
+// limits measured in the same run (scripts/cuda.sh, docs/cuda.md):
+//  - the copy rate of a 1 GiB device-to-device copy (bytes read + written),
+//    and the decode floor it implies: every weight read once per token;
+//  - the non-FMA binary32 rate (a multiply, then an add);
+//  - decode through the interface (logits and the new cache row copied back
+//    to the host each step) at positions 0-127 and 896-1023, the device
+//    time of one step alone (graph replay, no copies) at 0 and 1023, and
+//    decode without the CUDA graph (LOCKSTEP_CUDA_GRAPH=0) and with the
+//    the other decode products (LOCKSTEP_CUDA_MATVEC=2, 3);
+//  - time to first token: the batched prefill of 128 and 512 tokens into
+//    an empty cache (through the interface, and the kernels alone), and
+//    the full-prefix pass over 128.
+// Seeded random weights (seed 20261130, as `lockstep bench`), random
+// tokens. Prints JSON (stdout) and a table (stderr).
+//   cuda_bench [--repeat N]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_backend.h"
+#include "formats/gpt2_checkpoint.h"
+#include "lockstep/error.h"
+#include "ls_sampler.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using lockstep::Error;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void check(ls_status s, const char* what) {
+  if (s != LS_OK) throw Error(std::string(what) + ": " + ls_status_message(s));
+}
+
+int run(int repeat) {
+  namespace cu = lockstep::backends::cuda;
+  const ls_gpt2_config c = lockstep::kGpt2_124M;
+  const size_t words = ls_gpt2_param_count(&c);
+  const double weight_bytes = double(words) * 4;
+  std::fprintf(stderr, "cuda_bench: seeded random GPT-2 124M weights\n");
+  const std::vector<float> w = lockstep::random_gpt2_weights(c, 20261130);
+  nlohmann::json out = {{"model", "random GPT-2 124M (seed 20261130)"},
+                        {"weights_bytes", words * 4},
+                        {"repeat", repeat},
+                        {"device", lockstep::backends::cuda_device_name()}};
+
+  std::fprintf(stderr, "cuda_bench: measuring the device's limits\n");
+  const double bw = cu::copy_bandwidth_bytes_per_s(size_t(1) << 30, 20);
+  const double peak = cu::nonfma_peak_flops();
+  const double floor_tps = bw / weight_bytes;
+  out["copy_bandwidth_gbps"] = bw / 1e9;
+  out["decode_floor_tokens_per_s"] = floor_tps;
+  out["nonfma_peak_gflops"] = peak / 1e9;
+
+  const int longest = 512;
+  auto be = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, longest);
+  out["backend_name"] = be->name();
+  out["backend_device_bytes"] = be->extra_memory_bytes();
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  std::vector<float> cache(ls_gpt2_cache_floats(&c)), logits(V);
+  uint64_t tok_state = 7;
+  std::vector<int32_t> tokens(size_t(c.n_ctx));
+  for (auto& t : tokens) {
+    t = int32_t(ls_splitmix64_next(&tok_state) % uint64_t(c.n_vocab));
+  }
+  const int span = 128;
+  auto decode = [&](lockstep::Gpt2Backend& b, int first) {
+    const auto t0 = Clock::now();
+    for (int p = first; p < first + span; ++p) {
+      check(b.step(cache.data(), cache.size(), size_t(p) * row,
+                   tokens[size_t(p)], p, logits.data()),
+            "step");
+    }
+    return span / seconds_since(t0);
+  };
+
+  std::fprintf(stderr, "cuda_bench: decode\n");
+  decode(*be, 0);  // warm-up
+  std::vector<double> short_runs, long_runs;
+  for (int r = 0; r < repeat; ++r) short_runs.push_back(decode(*be, 0));
+  for (int p = span; p < c.n_ctx - span; ++p) {
+    check(be->step(cache.data(), cache.size(), size_t(p) * row,
+                   tokens[size_t(p)], p, logits.data()),
+          "fill");
+  }
+  for (int r = 0; r < repeat; ++r) {
+    long_runs.push_back(decode(*be, c.n_ctx - span));
+  }
+  const double d0 = median(short_runs), d1 = median(long_runs);
+  out["decode_tokens_per_s_pos0_127"] = d0;
+  out["decode_tokens_per_s_pos896_1023"] = d1;
+  out["decode_vs_floor_pos0_127"] = d0 / floor_tps;
+  out["decode_vs_floor_pos896_1023"] = d1 / floor_tps;
+  out["decode_runs_pos0_127"] = short_runs;
+  out["decode_runs_pos896_1023"] = long_runs;
+
+  // The device alone: one step's graph replay, no copies back.
+  const double s0 = cu::device_step_seconds(*be, 0, tokens[0], 50);
+  const double s1 = cu::device_step_seconds(*be, 1023, tokens[1023], 50);
+  out["device_step_ms_pos0"] = s0 * 1e3;
+  out["device_step_ms_pos1023"] = s1 * 1e3;
+  out["device_step_tokens_per_s_pos0"] = 1 / s0;
+  out["device_step_tokens_per_s_pos1023"] = 1 / s1;
+  out["device_step_vs_floor_pos0"] = (1 / s0) / floor_tps;
+
+  // Where one step's time goes (kernel by kernel, no graph; median of 5).
+  for (int pos : {0, 1023}) {
+    std::vector<std::vector<std::pair<std::string, double>>> runs;
+    for (int r = 0; r < 6; ++r) {
+      auto p = cu::profile_step(*be, pos, tokens[size_t(pos)]);
+      if (r > 0) runs.push_back(p);
+    }
+    nlohmann::json prof = nlohmann::json::object();
+    for (size_t i = 0; i < runs[0].size(); ++i) {
+      std::vector<double> v;
+      for (const auto& r : runs) v.push_back(r[i].second);
+      prof[runs[0][i].first] = median(v);
+    }
+    out["profile_ms_pos" + std::to_string(pos)] = prof;
+  }
+
+  std::fprintf(stderr, "cuda_bench: prefill\n");
+  auto flops_for = [&](double n) {
+    const double C = c.n_embd, L = c.n_layer;
+    return 2 * n * L * 12 * C * C + 2 * L * C * n * (n + 1) +
+           2 * double(c.n_vocab) * C;
+  };
+  for (int n : {128, 512}) {
+    std::vector<double> runs;
+    for (int r = 0; r <= repeat; ++r) {
+      const auto t0 = Clock::now();
+      check(be->prefill(cache.data(), cache.size(), 0, tokens.data(), n, 0,
+                        false, logits.data()),
+            "prefill");
+      if (r > 0) runs.push_back(seconds_since(t0));  // the first warms up
+    }
+    const double s = median(runs);
+    const std::string k = std::to_string(n);
+    out["ttft_prefill_s_" + k] = s;
+    out["prefill_" + k + "_tokens_per_s"] = n / s;
+    out["prefill_" + k + "_gflops"] = flops_for(n) / s / 1e9;
+    out["prefill_" + k + "_vs_nonfma_peak"] = flops_for(n) / s / peak;
+    // The kernels alone (no cache rows or logits copied back).
+    const double dev =
+        cu::device_prefill_seconds(*be, tokens.data(), n, repeat);
+    out["device_prefill_s_" + k] = dev;
+    out["device_prefill_" + k + "_tokens_per_s"] = n / dev;
+    out["device_prefill_" + k + "_vs_nonfma_peak"] = flops_for(n) / dev / peak;
+  }
+  {
+    std::vector<double> runs;
+    for (int r = 0; r <= repeat; ++r) {
+      const auto t0 = Clock::now();
+      check(be->infer(tokens.data(), span, logits.data()), "infer");
+      if (r > 0) runs.push_back(seconds_since(t0));
+    }
+    out["infer128_s"] = median(runs);
+  }
+  be.reset();
+
+  // The other decode products (LOCKSTEP_CUDA_MATVEC=2, 3), graph on.
+  for (const char* v : {"2", "3"}) {
+    setenv("LOCKSTEP_CUDA_MATVEC", v, 1);
+    auto b = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 16);
+    const std::string k = std::string("matvec") + v;
+    out[k + "_backend_name"] = b->name();
+    decode(*b, 0);
+    std::vector<double> runs;
+    for (int r = 0; r < repeat; ++r) runs.push_back(decode(*b, 0));
+    out[k + "_decode_tokens_per_s_pos0_127"] = median(runs);
+    out[k + "_device_step_ms_pos0"] =
+        cu::device_step_seconds(*b, 0, tokens[0], 50) * 1e3;
+  }
+  unsetenv("LOCKSTEP_CUDA_MATVEC");
+
+  // The same decode with plain launches (no graph).
+  setenv("LOCKSTEP_CUDA_GRAPH", "0", 1);
+  auto plain = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 16);
+  decode(*plain, 0);
+  std::vector<double> plain_runs;
+  for (int r = 0; r < repeat; ++r) plain_runs.push_back(decode(*plain, 0));
+  out["decode_no_graph_tokens_per_s_pos0_127"] = median(plain_runs);
+  unsetenv("LOCKSTEP_CUDA_GRAPH");
+
+  std::printf("%s\n", out.dump(2).c_str());
+  for (const char* k : {"copy_bandwidth_gbps",
+                        "decode_floor_tokens_per_s",
+                        "nonfma_peak_gflops",
+                        "decode_tokens_per_s_pos0_127",
+                        "decode_vs_floor_pos0_127",
+                        "decode_tokens_per_s_pos896_1023",
+                        "device_step_ms_pos0",
+                        "device_step_ms_pos1023",
+                        "device_step_vs_floor_pos0",
+                        "decode_no_graph_tokens_per_s_pos0_127",
+                        "matvec2_decode_tokens_per_s_pos0_127",
+                        "matvec2_device_step_ms_pos0",
+                        "matvec3_decode_tokens_per_s_pos0_127",
+                        "matvec3_device_step_ms_pos0",
+                        "ttft_prefill_s_128",
+                        "ttft_prefill_s_512",
+                        "prefill_512_tokens_per_s",
+                        "prefill_512_gflops",
+                        "prefill_512_vs_nonfma_peak",
+                        "device_prefill_s_512",
+                        "device_prefill_512_vs_nonfma_peak",
+                        "infer128_s"}) {
+    std::fprintf(stderr, "%-40s %14.4f\n", k, out[k].get<double>());
+  }
+  for (const char* k : {"profile_ms_pos0", "profile_ms_pos1023"}) {
+    std::fprintf(stderr, "%s (kernel by kernel, no graph):\n", k);
+    for (const auto& [label, ms] : out[k].items()) {
+      std::fprintf(stderr, "  %-36s %10.4f ms\n", label.c_str(),
+                   ms.get<double>());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 5;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+      repeat = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: cuda_bench [--repeat N]\n");
+      return 2;
+    }
+  }
+  if (repeat < 1 || repeat > 100) {
+    std::fprintf(stderr, "cuda_bench: --repeat must be 1 .. 100\n");
+    return 2;
+  }
+  try {
+    return run(repeat);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cuda_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,802 @@
+// The CUDA kernels of the GPT-2 forward (docs/arithmetic.md §6), each
+// computing the spec's operations in the spec's order for every output:
+// matrix products as 16 §2.1 block sums, each sequential in k from +0.0,
+// combined by the halving tree, the bias last; LayerNorm (§2.3), softmax
+// (§2.4), the weighted sum (§2.5) and GELU (§3.3). Parallelism comes only
+// from independent outputs and from the 16 blocks of a dot product, never
+// from re-associating a sum. Every + and * is __fadd_rn / __fmul_rn (and
+// the file is compiled with --fmad=false as well), so no FMA can appear.
+#ifndef LOCKSTEP_BACKENDS_CUDA_KERNELS_CUH_
+#define LOCKSTEP_BACKENDS_CUDA_KERNELS_CUH_
+
+#include <cstddef>
+
+#include "backends/cuda/arith32.cuh"
+
+namespace lockstep::backends::cuda {
+
+// §2.3: eps = 10^-5 rounded to binary32.
+constexpr float kLnEps = 0x1.4f8b58p-17f;
+
+// The device copy of a pass's positions and tokens: info[0] is the first
+// position, info[1] the number of positions n, info[2 + t] token t. Kernels
+// read positions from here rather than from their arguments, so that the
+// decode step's launches can be captured once in a CUDA graph and replayed
+// at any position.
+struct Info {
+  static constexpr int kFirst = 0, kCount = 1, kTokens = 2;
+};
+
+// §2.1's halving tree over 16 block sums held in registers: h = 8, 4, 2, 1,
+// s[i] = s[i] + s[i + h] for i < h, written out (so the array stays in
+// registers).
+__device__ __forceinline__ float tree16(const float (&s)[16]) {
+  const float t0 = __fadd_rn(s[0], s[8]), t1 = __fadd_rn(s[1], s[9]);
+  const float t2 = __fadd_rn(s[2], s[10]), t3 = __fadd_rn(s[3], s[11]);
+  const float t4 = __fadd_rn(s[4], s[12]), t5 = __fadd_rn(s[5], s[13]);
+  const float t6 = __fadd_rn(s[6], s[14]), t7 = __fadd_rn(s[7], s[15]);
+  const float u0 = __fadd_rn(t0, t4), u1 = __fadd_rn(t1, t5);
+  const float u2 = __fadd_rn(t2, t6), u3 = __fadd_rn(t3, t7);
+  return __fadd_rn(__fadd_rn(u0, u2), __fadd_rn(u1, u3));
+}
+
+// The same tree across the 16 lanes of a half warp (lane i holds s[i]):
+// at each step lane i < h adds lane i + h's value, as s[i] = s[i] + s[i+h].
+// Lanes >= h compute values nobody reads. The sum ends in lane 0 of the
+// half warp. Every lane of the warp must call it.
+__device__ __forceinline__ float tree16_lanes(float v) {
+#pragma unroll
+  for (int h = 8; h >= 1; h /= 2) {
+    v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, h, 16));
+  }
+  return v;
+}
+
+// §6 embeddings for n positions (one block each): x = wte[token] +
+// wpe[position]. Also clears the non-finite flag of the pass.
+__global__ void embed_kernel(const float* __restrict__ w, size_t wpe_off, int C,
+                             const int* __restrict__ info, float* x,
+                             int* flag) {
+  const int t = blockIdx.x;
+  const int token = info[Info::kTokens + t];
+  const int pos = info[Info::kFirst] + t;
+  const float* te = w + static_cast<size_t>(token) * C;
+  const float* pe = w + wpe_off + static_cast<size_t>(pos) * C;
+  float* xr = x + static_cast<size_t>(t) * C;
+  for (int i = threadIdx.x; i < C; i += blockDim.x) {
+    xr[i] = __fadd_rn(te[i], pe[i]);
+  }
+  if (t == 0 && threadIdx.x == 0) *flag = 0;
+}
+
+// §2.1's order for the sum of v[0..n) (LayerNorm's sums), or of v[k]*v[k]
+// with `square`: computed by the first warp, the result in lane 0.
+// Blocked (n a multiple of 16): lane b < 16 sums block b in k order from
+// +0.0, then the tree across lanes; else lane 0 sums sequentially.
+template <bool kSquare>
+__device__ __forceinline__ float warp_ordered_sum(const float* v, int n) {
+  const int lane = threadIdx.x & 31;
+  float acc = 0.0f;
+  if (n % 16 == 0) {
+    const int len = n / 16;
+    if (lane < 16) {
+      const float* p = v + lane * len;
+      for (int k = 0; k < len; ++k) {
+        acc = __fadd_rn(acc, kSquare ? __fmul_rn(p[k], p[k]) : p[k]);
+      }
+    }
+    return tree16_lanes(acc);
+  }
+  if (lane == 0) {
+    for (int k = 0; k < n; ++k) {
+      acc = __fadd_rn(acc, kSquare ? __fmul_rn(v[k], v[k]) : v[k]);
+    }
+  }
+  return acc;
+}
+
+// §2.3 LayerNorm of one row x[0..C) by the whole block (blockDim >= 32):
+// x is staged in shared memory d[0..C) (one coalesced pass), the sums of
+// §2.1's order are taken there by the first warp, and d ends holding
+// y = (d * r) * g + b. The caller syncs before reading d.
+__device__ __forceinline__ void layernorm_row(const float* __restrict__ x,
+                                              const float* __restrict__ g,
+                                              const float* __restrict__ b,
+                                              int C, float* d) {
+  __shared__ float mean_s, r_s;
+  const float n = static_cast<float>(C);
+  for (int k = threadIdx.x; k < C; k += blockDim.x) d[k] = x[k];
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const float sum = warp_ordered_sum<false>(d, C);
+    if (threadIdx.x == 0) mean_s = __fdiv_rn(sum, n);
+  }
+  __syncthreads();
+  const float mean = mean_s;
+  for (int k = threadIdx.x; k < C; k += blockDim.x) {
+    d[k] = __fsub_rn(d[k], mean);
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const float ss = warp_ordered_sum<true>(d, C);
+    if (threadIdx.x == 0) {
+      const float var = __fdiv_rn(ss, n);
+      r_s = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, kLnEps)));
+    }
+  }
+  __syncthreads();
+  const float r = r_s;
+  for (int k = threadIdx.x; k < C; k += blockDim.x) {
+    d[k] = __fadd_rn(__fmul_rn(__fmul_rn(d[k], r), g[k]), b[k]);
+  }
+}
+
+// §2.3 LayerNorm of n rows of C (one block per row; dynamic shared memory
+// holds C floats).
+__global__ void layernorm_kernel(const float* __restrict__ x,
+                                 const float* __restrict__ g,
+                                 const float* __restrict__ b, int C,
+                                 float* __restrict__ y) {
+  extern __shared__ float d[];
+  layernorm_row(x + static_cast<size_t>(blockIdx.x) * C, g, b, C, d);
+  __syncthreads();
+  float* yr = y + static_cast<size_t>(blockIdx.x) * C;
+  for (int k = threadIdx.x; k < C; k += blockDim.x) yr[k] = d[k];
+}
+
+// What a matrix product does with y = dot + bias for output (t, o).
+enum Epilogue {
+  kStore = 0,     // y[t][o] = v
+  kGelu = 1,      // y[t][o] = gelu(v)
+  kResidual = 2,  // y[t][o] = y[t][o] + v (the residual stream)
+  kQkv = 3,       // y[t][o] = v, and the k | v part also to the cache row
+};
+
+// kv: this layer's slot in the cache (cache + l * 2C), rows kv_row apart;
+// position info[kFirst] + t. N = 3C for kQkv.
+template <int kEpi>
+__device__ __forceinline__ void epilogue(float v, int t, int o, int N, float* y,
+                                         float* kv, size_t kv_row,
+                                         const int* info) {
+  float* dst = y + static_cast<size_t>(t) * N + o;
+  if (kEpi == kGelu) {
+    *dst = gelu32(v);
+  } else if (kEpi == kResidual) {
+    *dst = __fadd_rn(*dst, v);
+  } else {
+    *dst = v;
+  }
+  if (kEpi == kQkv && kv) {
+    const int C = N / 3;
+    if (o >= C) {
+      const size_t pos = static_cast<size_t>(info[Info::kFirst] + t);
+      kv[pos * kv_row + static_cast<size_t>(o - C)] = v;
+    }
+  }
+}
+
+// kN weights of column o from row k on (rows N apart) loaded first, all in
+// flight, then added to acc in k order.
+template <int kN>
+__device__ __forceinline__ float add_rows(float acc, const float* xp,
+                                          const float* __restrict__ wp, int k,
+                                          int N) {
+  float wv[kN];
+#pragma unroll
+  for (int u = 0; u < kN; ++u) {
+    wv[u] = __ldg(wp + static_cast<size_t>(k + u) * N);
+  }
+#pragma unroll
+  for (int u = 0; u < kN; ++u) {
+    acc = __fadd_rn(acc, __fmul_rn(xp[k + u], wv[u]));
+  }
+  return acc;
+}
+
+// §2.2 for one position (decode): y = x . W + b for input-major W [K][N].
+// A block of 16 * kTo threads owns kTo consecutive outputs; thread
+// (blk, o) sums §2.1 block blk of output o in k order (each warp reads
+// rows of W coalesced, 48 rows in flight per thread), the 16 block sums
+// meet in shared memory and the first kTo threads combine them in the
+// tree, add the bias and apply the epilogue. K not a multiple of 16:
+// thread (0, o) sums all of k. kLn: x is the residual stream and each
+// block first computes LayerNorm(x; g, b) (§2.3, K = C) into shared
+// memory (dynamic, K floats), the separate LayerNorm launch fused away.
+template <int kTo, int kEpi, bool kLn>
+__global__ void __launch_bounds__(16 * kTo)
+    matvec_kernel(const float* __restrict__ x, const float* __restrict__ g,
+                  const float* __restrict__ gb, const float* __restrict__ w,
+                  const float* __restrict__ bias, int K, int N, float* y,
+                  float* kv, size_t kv_row, const int* __restrict__ info) {
+  extern __shared__ float xln[];
+  __shared__ float part[16][kTo];
+  const float* xs = x;
+  if (kLn) {
+    layernorm_row(x, g, gb, K, xln);
+    __syncthreads();
+    xs = xln;
+  }
+  const int ol = threadIdx.x % kTo;
+  const int blk = threadIdx.x / kTo;
+  const int o = blockIdx.x * kTo + ol;
+  const int nb = (K % 16 == 0) ? 16 : 1;
+  const int len = K / nb;
+  float acc = 0.0f;
+  if (o < N && blk < nb) {
+    const float* wp = w + static_cast<size_t>(blk) * len * N + o;
+    const float* xp = xs + blk * len;
+    int k = 0;
+    for (; k + 48 <= len; k += 48) acc = add_rows<48>(acc, xp, wp, k, N);
+    for (; k + 16 <= len; k += 16) acc = add_rows<16>(acc, xp, wp, k, N);
+    for (; k + 4 <= len; k += 4) acc = add_rows<4>(acc, xp, wp, k, N);
+    for (; k < len; ++k) acc = add_rows<1>(acc, xp, wp, k, N);
+  }
+  part[blk][ol] = acc;
+  __syncthreads();
+  if (blk == 0 && o < N) {
+    float s;
+    if (nb == 16) {
+      float t[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) t[i] = part[i][ol];
+      s = tree16(t);
+    } else {
+      s = part[0][ol];
+    }
+    epilogue<kEpi>(__fadd_rn(s, bias[o]), 0, o, N, y, kv, kv_row, info);
+  }
+}
+
+// The decode product again (same operations, same order), with more
+// loads in flight: x (or LayerNorm(x)) is staged in shared memory (dynamic,
+// K floats), and each thread keeps two batches of 16 rows of W in
+// registers, the next batch's loads issued before the current batch's
+// additions. Chosen by LOCKSTEP_CUDA_MATVEC=2 (docs/cuda.md: measured
+// slower than matvec_kernel on the H200).
+template <int kTo, int kEpi, bool kLn>
+__global__ void __launch_bounds__(16 * kTo)
+    matvec2_kernel(const float* __restrict__ x, const float* __restrict__ g,
+                   const float* __restrict__ gb, const float* __restrict__ w,
+                   const float* __restrict__ bias, int K, int N, float* y,
+                   float* kv, size_t kv_row, const int* __restrict__ info) {
+  extern __shared__ float xsm[];
+  __shared__ float part[16][kTo];
+  if (kLn) {
+    layernorm_row(x, g, gb, K, xsm);
+  } else {
+    for (int k = threadIdx.x; k < K; k += blockDim.x) xsm[k] = x[k];
+  }
+  __syncthreads();
+  const int ol = threadIdx.x % kTo;
+  const int blk = threadIdx.x / kTo;
+  const int o = blockIdx.x * kTo + ol;
+  const int nb = (K % 16 == 0) ? 16 : 1;
+  const int len = K / nb;
+  float acc = 0.0f;
+  if (o < N && blk < nb) {
+    const float* wp = w + static_cast<size_t>(blk) * len * N + o;
+    const float* xp = xsm + blk * len;
+    const int main = len - len % 16;
+    float cur[16], nxt[16];
+    if (main > 0) {
+#pragma unroll
+      for (int u = 0; u < 16; ++u)
+        cur[u] = __ldg(wp + static_cast<size_t>(u) * N);
+    }
+    for (int k = 0; k < main; k += 16) {
+      if (k + 16 < main) {
+#pragma unroll
+        for (int u = 0; u < 16; ++u) {
+          nxt[u] = __ldg(wp + static_cast<size_t>(k + 16 + u) * N);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 16; ++u) {
+        acc = __fadd_rn(acc, __fmul_rn(xp[k + u], cur[u]));
+      }
+#pragma unroll
+      for (int u = 0; u < 16; ++u) cur[u] = nxt[u];
+    }
+    for (int k = main; k < len; ++k) {
+      acc = __fadd_rn(acc,
+                      __fmul_rn(xp[k], __ldg(wp + static_cast<size_t>(k) * N)));
+    }
+  }
+  part[blk][ol] = acc;
+  __syncthreads();
+  if (blk == 0 && o < N) {
+    float s;
+    if (nb == 16) {
+      float t[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) t[i] = part[i][ol];
+      s = tree16(t);
+    } else {
+      s = part[0][ol];
+    }
+    epilogue<kEpi>(__fadd_rn(s, bias[o]), 0, o, N, y, kv, kv_row, info);
+  }
+}
+
+// The decode product split over the 16 §2.1 blocks (same operations, same
+// order, more of the GPU): block (tile, b) of the grid owns 32 outputs and
+// §2.1 block b of their sums. Its 256 threads stage rows of W (64 at a
+// time, coalesced, 8 loads in flight each) in shared memory; thread o < 32
+// adds its column's products in k order from +0.0. The 16 block sums go to
+// `partial` [16][N]; the last of a tile's 16 blocks to finish (an atomic
+// counter, reset for the next launch) combines them in the tree, adds the
+// bias and applies the epilogue, so the result does not depend on which
+// block finishes when. K not a multiple of 16: one block per tile sums all
+// of k. kLn: each block first computes LayerNorm(x) (K = C) into shared
+// memory. Dynamic shared memory: K floats with kLn, else K / 16 (or K).
+// Chosen by LOCKSTEP_CUDA_MATVEC=3 (docs/cuda.md: on the H200 faster than
+// matvec_kernel for the 3072 x 768 product, slower where the LayerNorm is
+// fused, since each of its 384 to 1,536 blocks recomputes it).
+constexpr int kV3Cols = 32, kV3Rows = 64, kV3Threads = 256;
+
+template <int kEpi, bool kLn>
+__global__ void __launch_bounds__(kV3Threads)
+    matvec3_kernel(const float* __restrict__ x, const float* __restrict__ g,
+                   const float* __restrict__ gb, const float* __restrict__ w,
+                   const float* __restrict__ bias, int K, int N, float* y,
+                   float* kv, size_t kv_row, const int* __restrict__ info,
+                   float* partial, unsigned* counters) {
+  extern __shared__ float xsm[];
+  __shared__ float wsm[kV3Rows][kV3Cols];
+  __shared__ bool last_s;
+  const int nb = (K % 16 == 0) ? 16 : 1;
+  const int len = K / nb;
+  const int blk = blockIdx.y;
+  const int k0 = blk * len;
+  const float* xb;
+  if (kLn) {
+    layernorm_row(x, g, gb, K, xsm);
+    __syncthreads();
+    xb = xsm + k0;
+  } else {
+    for (int k = threadIdx.x; k < len; k += blockDim.x) xsm[k] = x[k0 + k];
+    __syncthreads();
+    xb = xsm;
+  }
+  const int col0 = blockIdx.x * kV3Cols;
+  const int o = col0 + threadIdx.x;  // for threads < 32
+  float acc = 0.0f;
+  for (int r0 = 0; r0 < len; r0 += kV3Rows) {
+    const int cnt = min(kV3Rows, len - r0);
+    float tmp[kV3Rows * kV3Cols / kV3Threads];
+#pragma unroll
+    for (int i = 0; i < kV3Rows * kV3Cols / kV3Threads; ++i) {
+      const int idx = threadIdx.x + i * kV3Threads;
+      const int r = idx / kV3Cols, c = idx % kV3Cols;
+      tmp[i] = (r < cnt && col0 + c < N)
+                   ? __ldg(w + static_cast<size_t>(k0 + r0 + r) * N + col0 + c)
+                   : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kV3Rows * kV3Cols / kV3Threads; ++i) {
+      const int idx = threadIdx.x + i * kV3Threads;
+      wsm[idx / kV3Cols][idx % kV3Cols] = tmp[i];
+    }
+    __syncthreads();
+    if (threadIdx.x < kV3Cols) {
+      for (int r = 0; r < cnt; ++r) {
+        acc = __fadd_rn(acc, __fmul_rn(xb[r0 + r], wsm[r][threadIdx.x]));
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x < kV3Cols && o < N)
+    partial[static_cast<size_t>(blk) * N + o] = acc;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last_s = atomicAdd(&counters[blockIdx.x], 1u) == unsigned(nb - 1);
+  }
+  __syncthreads();
+  if (!last_s) return;
+  __threadfence();
+  if (threadIdx.x < kV3Cols && o < N) {
+    float s;
+    if (nb == 16) {
+      float t[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        t[i] = __ldcg(partial + static_cast<size_t>(i) * N + o);
+      s = tree16(t);
+    } else {
+      s = __ldcg(partial + o);
+    }
+    epilogue<kEpi>(__fadd_rn(s, bias[o]), 0, o, N, y, kv, kv_row, info);
+  }
+  if (threadIdx.x == 0) counters[blockIdx.x] = 0;
+}
+
+// §2.2 for n positions (prefill, full pass): Y = X . W + b, X [n][K], W
+// [K][N] input-major. A block computes a 64 x 64 tile of outputs, each
+// thread 4 x 4, through shared-memory tiles of 16 k. Each output keeps its
+// §2.1 order: the 16 k-blocks are summed one after another, each from
+// +0.0 in k order, and visited in bit-reversed order (0, 8, 4, 12, 2, ...)
+// so that the halving tree is a binary counter over them: after block
+// p, pending partial sums are combined exactly as the tree pairs them
+// (s0 + s8, then (s0 + s8) + (s4 + s12), ...), keeping 4 partials per
+// output instead of 16. kBlocked false (K not a multiple of 16): one
+// sequential sum over all of k.
+constexpr int kTile = 64, kTk = 16, kPitch = kTile + 4;
+
+template <int kEpi, bool kBlocked>
+__global__ void __launch_bounds__(256)
+    matmul_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                  const float* __restrict__ bias, int n, int K, int N, float* y,
+                  float* kv, size_t kv_row, const int* __restrict__ info) {
+  __shared__ __align__(16) float xs[kTk][kPitch];  // xs[kk][row]
+  __shared__ __align__(16) float ws[kTk][kTile];   // ws[kk][col]
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int row0 = blockIdx.y * kTile, col0 = blockIdx.x * kTile;
+  const int nb = kBlocked ? 16 : 1;
+  const int len = K / nb;
+  float acc[4][4], st0[4][4], st1[4][4], st2[4][4], st3[4][4];
+
+  // Sums block `blk` (k in [blk * len, blk * len + len)) into acc, from
+  // +0.0, in k order.
+  auto block_sum = [&](int blk) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+    }
+    const int k0 = blk * len, k1 = k0 + len;
+    // Tile loads: X 64 rows x 16 k (4 per thread, stored transposed), W 16
+    // k x 64 columns (4 per thread, coalesced rows); the next tile's loads
+    // are issued into registers before this tile's products.
+    float xr[4], wr[4];
+    auto load = [&](int kt) {
+      const int kc = min(kTk, k1 - kt);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int idx = threadIdx.x + i * 256;
+        const int kk = idx % kTk, r = idx / kTk;
+        const int row = row0 + r;
+        xr[i] = (kk < kc && row < n) ? x[static_cast<size_t>(row) * K + kt + kk]
+                                     : 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int idx = threadIdx.x + i * 256;
+        const int c = idx % kTile, kk = idx / kTile;
+        const int col = col0 + c;
+        wr[i] = (kk < kc && col < N)
+                    ? __ldg(w + static_cast<size_t>(kt + kk) * N + col)
+                    : 0.0f;
+      }
+    };
+    if (k0 < k1) load(k0);
+    for (int kt = k0; kt < k1; kt += kTk) {
+      const int kc = min(kTk, k1 - kt);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int idx = threadIdx.x + i * 256;
+        xs[idx % kTk][idx / kTk] = xr[i];
+        ws[idx / kTile][idx % kTile] = wr[i];
+      }
+      __syncthreads();
+      if (kt + kTk < k1) load(kt + kTk);
+      for (int kk = 0; kk < kc; ++kk) {
+        const float4 a = *reinterpret_cast<const float4*>(&xs[kk][ty * 4]);
+        const float4 b = *reinterpret_cast<const float4*>(&ws[kk][tx * 4]);
+        const float av[4] = {a.x, a.y, a.z, a.w};
+        const float bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            acc[i][j] = __fadd_rn(acc[i][j], __fmul_rn(av[i], bv[j]));
+          }
+        }
+      }
+      __syncthreads();
+    }
+  };
+  auto combine = [](float(&into)[4][4], const float(&left)[4][4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        into[i][j] = __fadd_rn(left[i][j], into[i][j]);
+    }
+  };
+  auto copy = [](float(&to)[4][4], const float(&from)[4][4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) to[i][j] = from[i][j];
+    }
+  };
+
+  if (kBlocked) {
+    for (int p = 0; p < 16; ++p) {
+      // Block bitrev4(p): leaves in the order the tree pairs them.
+      const int blk =
+          ((p & 1) << 3) | ((p & 2) << 1) | ((p & 4) >> 1) | ((p & 8) >> 3);
+      block_sum(blk);
+      if (!(p & 1)) {
+        copy(st0, acc);
+        continue;
+      }
+      combine(acc, st0);  // s[i] + s[i+8]
+      if (!(p & 2)) {
+        copy(st1, acc);
+        continue;
+      }
+      combine(acc, st1);  // h = 4
+      if (!(p & 4)) {
+        copy(st2, acc);
+        continue;
+      }
+      combine(acc, st2);  // h = 2
+      if (!(p & 8)) {
+        copy(st3, acc);
+        continue;
+      }
+      combine(acc, st3);  // h = 1: acc is the finished sum
+    }
+  } else {
+    block_sum(0);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int row = row0 + ty * 4 + i;
+    if (row >= n) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int col = col0 + tx * 4 + j;
+      if (col >= N) continue;
+      epilogue<kEpi>(__fadd_rn(acc[i][j], bias[col]), row, col, N, y, kv,
+                     kv_row, info);
+    }
+  }
+}
+
+// Positions of values staged in shared memory per round of the weighted
+// sum, times the head width: 8192 floats (32 KB).
+constexpr int kStageFloats = 8192;
+constexpr int kAttnThreads = 256;
+
+// Dynamic shared memory of attention_kernel: the query (D), one score per
+// position (n_ctx) and, for D <= kStageFloats / 32, the staged values.
+inline size_t attention_smem_floats(int D, int n_ctx) {
+  return size_t(D) + size_t(n_ctx) +
+         (D <= kStageFloats / 32 ? size_t(kStageFloats) : 0);
+}
+
+// §6 attention of query t (blockIdx.y) of the pass over positions
+// 0 .. info[kFirst] + t, head blockIdx.x. Query from q|k|v row t; key j at
+// keys + j * stride, value j at values + j * stride; output a[t][C].
+// s[j] = dot(q, k_j) / sqrt(D) (§2.1, one thread per position), softmax
+// (§2.4: the sum sequential in j by one thread), weighted sum (§2.5: each
+// output component sequential in j). For the weighted sum the block stages
+// rounds of values in shared memory, every thread loading its share at
+// once (32 loads in flight each), and thread d adds them in j order.
+__global__ void __launch_bounds__(kAttnThreads)
+    attention_kernel(const float* __restrict__ qkv, const float* keys,
+                     const float* values, size_t stride, int C, int D,
+                     int n_ctx, const int* __restrict__ info,
+                     float* __restrict__ out) {
+  extern __shared__ float sm[];
+  float* q = sm;
+  float* sc = sm + D;
+  float* vs = sm + D + n_ctx;
+  __shared__ float red[kAttnThreads / 32];
+  __shared__ float sum_s;
+  const int t = blockIdx.y;
+  const int last = info[Info::kFirst] + t;  // attends to 0 .. last
+  const size_t off = static_cast<size_t>(blockIdx.x) * D;
+  const float* qrow = qkv + static_cast<size_t>(t) * 3 * C + off;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) q[d] = qrow[d];
+  __syncthreads();
+  const float scale = __fsqrt_rn(static_cast<float>(D));
+  for (int j = threadIdx.x; j <= last; j += blockDim.x) {
+    const float* kp = keys + static_cast<size_t>(j) * stride + off;
+    float dot;
+    if (D == 64) {
+      // GPT-2's heads: the key's 16 float4 loads in flight, then 16
+      // blocks of 4 in k order and the tree.
+      float4 kv[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        kv[i] = reinterpret_cast<const float4*>(kp)[i];
+      float s[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        float acc = 0.0f;
+        acc = __fadd_rn(acc, __fmul_rn(q[4 * i + 0], kv[i].x));
+        acc = __fadd_rn(acc, __fmul_rn(q[4 * i + 1], kv[i].y));
+        acc = __fadd_rn(acc, __fmul_rn(q[4 * i + 2], kv[i].z));
+        acc = __fadd_rn(acc, __fmul_rn(q[4 * i + 3], kv[i].w));
+        s[i] = acc;
+      }
+      dot = tree16(s);
+    } else if (D % 16 == 0) {
+      const int len = D / 16;
+      float s[16];
+#pragma unroll
+      for (int b = 0; b < 16; ++b) {
+        float acc = 0.0f;
+        for (int u = 0; u < len; ++u) {
+          acc = __fadd_rn(acc, __fmul_rn(q[b * len + u], kp[b * len + u]));
+        }
+        s[b] = acc;
+      }
+      dot = tree16(s);
+    } else {
+      float acc = 0.0f;
+      for (int u = 0; u < D; ++u) acc = __fadd_rn(acc, __fmul_rn(q[u], kp[u]));
+      dot = acc;
+    }
+    sc[j] = __fdiv_rn(dot, scale);
+  }
+  __syncthreads();
+  // §2.4 step 1: the maximum. Taken in parallel: the value equals the
+  // sequential scan's except possibly the sign of a zero maximum, and
+  // s - (+0) and s - (-0) differ only for s = -0, where exp gives 1 either
+  // way, so every e[j] below is the same.
+  float m = sc[0];
+  for (int j = threadIdx.x; j <= last; j += blockDim.x)
+    m = sc[j] > m ? sc[j] : m;
+#pragma unroll
+  for (int h = 16; h >= 1; h /= 2) {
+    const float o = __shfl_down_sync(0xffffffffu, m, h);
+    m = o > m ? o : m;
+  }
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float mm = red[0];
+    for (int i = 1; i < kAttnThreads / 32; ++i) mm = red[i] > mm ? red[i] : mm;
+    red[0] = mm;
+  }
+  __syncthreads();
+  m = red[0];
+  for (int j = threadIdx.x; j <= last; j += blockDim.x) {
+    sc[j] = exp32(__fsub_rn(sc[j], m));
+  }
+  __syncthreads();
+  // §2.4 step 2's sum: sequential in j from +0.0.
+  if (threadIdx.x == 0) {
+    float s = 0.0f;
+    for (int j = 0; j <= last; ++j) s = __fadd_rn(s, sc[j]);
+    sum_s = s;
+  }
+  __syncthreads();
+  const float total = sum_s;
+  for (int j = threadIdx.x; j <= last; j += blockDim.x) {
+    sc[j] = __fdiv_rn(sc[j], total);
+  }
+  __syncthreads();
+  // §2.5: out[d] = +0.0, then + p[j] * v_j[d] for j in order.
+  float* orow = out + static_cast<size_t>(t) * C + off;
+  if (D <= kStageFloats / 32) {
+    const int rows = kStageFloats / D;  // positions per round
+    float a = 0.0f;                     // thread d's sum (d < D)
+    for (int j0 = 0; j0 <= last; j0 += rows) {
+      const int cnt = min(rows, last + 1 - j0);
+      const int total_floats = cnt * D;
+      // Stage values j0 .. j0+cnt-1: up to 32 loads per thread in flight.
+      float tmp[kStageFloats / kAttnThreads];
+#pragma unroll
+      for (int u = 0; u < kStageFloats / kAttnThreads; ++u) {
+        const int idx = threadIdx.x + u * kAttnThreads;
+        tmp[u] = idx < total_floats
+                     ? values[static_cast<size_t>(j0 + idx / D) * stride + off +
+                              idx % D]
+                     : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kStageFloats / kAttnThreads; ++u) {
+        const int idx = threadIdx.x + u * kAttnThreads;
+        if (idx < total_floats) vs[idx] = tmp[u];
+      }
+      __syncthreads();
+      if (threadIdx.x < D) {
+        for (int jj = 0; jj < cnt; ++jj) {
+          a = __fadd_rn(a, __fmul_rn(sc[j0 + jj], vs[jj * D + threadIdx.x]));
+        }
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x < D) orow[threadIdx.x] = a;
+    return;
+  }
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    const float* vp = values + off + d;
+    float a = 0.0f;
+    for (int j = 0; j <= last; ++j) {
+      a = __fadd_rn(a, __fmul_rn(sc[j], vp[static_cast<size_t>(j) * stride]));
+    }
+    orow[d] = a;
+  }
+}
+
+// §6 output: logits[v] = dot(h, wte[v]) (§2.1, no bias) for one position;
+// sets *flag when one is not finite. 256 threads: 16 vocabulary rows, each
+// summed by the 16 lanes of a half warp (lane b: block b, in k order), the
+// tree across the lanes. C not a multiple of 16: lane 0 of the half warp
+// sums the row sequentially.
+__global__ void __launch_bounds__(256)
+    logits_kernel(const float* __restrict__ h, const float* __restrict__ wte,
+                  int C, int V, float* __restrict__ logits, int* flag) {
+  const int r = threadIdx.x / 16, b = threadIdx.x % 16;
+  const int v = blockIdx.x * 16 + r;
+  float s = 0.0f;
+  if (C % 16 == 0) {
+    const int len = C / 16;
+    if (v < V) {
+      const float* wp = wte + static_cast<size_t>(v) * C + b * len;
+      const float* hp = h + b * len;
+      if (len == 48) {
+        float4 wv[12];
+#pragma unroll
+        for (int i = 0; i < 12; ++i) {
+          wv[i] = __ldg(reinterpret_cast<const float4*>(wp) + i);
+        }
+#pragma unroll
+        for (int i = 0; i < 12; ++i) {
+          const float4 hv = reinterpret_cast<const float4*>(hp)[i];
+          s = __fadd_rn(s, __fmul_rn(hv.x, wv[i].x));
+          s = __fadd_rn(s, __fmul_rn(hv.y, wv[i].y));
+          s = __fadd_rn(s, __fmul_rn(hv.z, wv[i].z));
+          s = __fadd_rn(s, __fmul_rn(hv.w, wv[i].w));
+        }
+      } else if (len % 4 == 0) {
+        for (int k = 0; k < len; k += 4) {
+          const float4 wv = __ldg(reinterpret_cast<const float4*>(wp + k));
+          const float4 hv = *reinterpret_cast<const float4*>(hp + k);
+          s = __fadd_rn(s, __fmul_rn(hv.x, wv.x));
+          s = __fadd_rn(s, __fmul_rn(hv.y, wv.y));
+          s = __fadd_rn(s, __fmul_rn(hv.z, wv.z));
+          s = __fadd_rn(s, __fmul_rn(hv.w, wv.w));
+        }
+      } else {
+        for (int k = 0; k < len; ++k) {
+          s = __fadd_rn(s, __fmul_rn(hp[k], __ldg(wp + k)));
+        }
+      }
+    }
+    s = tree16_lanes(s);
+  } else if (v < V && b == 0) {
+    const float* wp = wte + static_cast<size_t>(v) * C;
+    for (int k = 0; k < C; ++k)
+      s = __fadd_rn(s, __fmul_rn(h[k], __ldg(wp + k)));
+  }
+  if (b == 0 && v < V) {
+    logits[v] = s;
+    if (!(__fsub_rn(s, s) == 0.0f)) *flag = 1;
+  }
+}
+
+// §3 element-wise, for the tests: op 0 exp, 1 tanh, 2 gelu.
+__global__ void elementwise_kernel(const float* in, float* out, size_t n,
+                                   int op) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  out[i] = op == 0 ? exp32(in[i]) : op == 1 ? tanh32(in[i]) : gelu32(in[i]);
+}
+
+// The machine's non-FMA binary32 rate: 8 independent chains of a multiply
+// and an add per thread (2 flops each), as the products above do them.
+__global__ void nonfma_peak_kernel(float* out, int iters, float a, float b) {
+  float v[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = threadIdx.x * 1e-3f + i;
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = __fadd_rn(__fmul_rn(v[i], a), b);
+  }
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s = __fadd_rn(s, v[i]);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+}  // namespace lockstep::backends::cuda
+
+#endif  // LOCKSTEP_BACKENDS_CUDA_KERNELS_CUH_

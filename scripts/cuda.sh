@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# The CUDA backend on the GPU machine, in one call (docs/cuda.md): build with
+# -DLOCKSTEP_CUDA=ON, check the object code (no FMA, no tensor-core
+# instruction in the binary32 kernels), run the byte-comparison tests
+# (tests/cuda_backend_test.cc), then the benchmark (cuda_bench: decode,
+# prefill, and the device's copy rate and non-FMA rate measured in the
+# same run), and Hugging Face transformers on the same GPU for comparison
+# (scripts/hf_gpu_bench.py). Everything goes to OUT_DIR: log.txt,
+# build.txt, tests.txt, bench.json, bench.txt, hf.json, machine.txt,
+# sass_check.txt.
+#   bash scripts/cuda.sh [OUT_DIR]
+# OUT_DIR defaults to $OUT (the device tool's folder) or
+# bench-results/cuda-<UTC time>.
+#
+# The GPU machine has nvcc, CMake and a compiler but none of lockstep's
+# Debian libraries. When the folder .devdeb/ holds their .deb files
+# (fetched on the development machine with `apt-get download`, see
+# docs/cuda.md; another folder: LOCKSTEP_DEVDEB), they are unpacked into a private prefix (never into /)
+# and CMake is pointed at it; the OpenSSL and GoogleTest libraries are
+# linked statically.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-bench-results/cuda-$(date -u +%Y%m%dT%H%M%SZ)}}
+mkdir -p "$out"
+exec > >(tee -a "$out/log.txt") 2>&1
+jobs=$(nproc)
+# The tests read fixtures by absolute path (LOCKSTEP_SOURCE_DIR).
+src=$PWD
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(uname -srm), $(nproc) CPUs"
+  grep -m1 'model name' /proc/cpuinfo || true
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
+    --format=csv 2>&1 || true
+  nvcc --version 2>&1 | tail -2 || true
+  cmake --version | head -1
+  c++ --version | head -1
+} | tee "$out/machine.txt"
+
+cmake_args=()
+prefix=/tmp/lockstep-devprefix
+debs=${LOCKSTEP_DEVDEB:-.devdeb}
+if compgen -G "$debs/*.deb" >/dev/null; then
+  echo "== unpacking $(ls "$debs"/*.deb | wc -l) Debian packages into $prefix =="
+  rm -rf "$prefix" && mkdir -p "$prefix"
+  for f in "$debs"/*.deb; do dpkg -x "$f" "$prefix"; done
+  lib=$prefix/usr/lib/x86_64-linux-gnu
+  # .pc files name prefix=/usr: point them at the unpacked tree.
+  sed -i "s|^prefix=/usr\$|prefix=$prefix/usr|" \
+    "$lib"/pkgconfig/*.pc "$prefix"/usr/share/pkgconfig/*.pc
+  pkgconf_wrapper=$prefix/pkg-config
+  cat >"$pkgconf_wrapper" <<WRAP
+#!/bin/sh
+export PKG_CONFIG_PATH=$lib/pkgconfig:$prefix/usr/share/pkgconfig
+if command -v /usr/bin/pkg-config >/dev/null 2>&1; then
+  exec /usr/bin/pkg-config "\$@"
+fi
+LD_LIBRARY_PATH=$lib exec $prefix/usr/bin/pkgconf "\$@"
+WRAP
+  chmod +x "$pkgconf_wrapper"
+  # Multiarch headers (opensslconf.h, gmp.h) live under include/<triplet>.
+  export CPATH=$prefix/usr/include/x86_64-linux-gnu
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$prefix/usr"
+    -DOPENSSL_ROOT_DIR="$prefix/usr" -DOPENSSL_USE_STATIC_LIBS=TRUE
+    -DPKG_CONFIG_EXECUTABLE="$pkgconf_wrapper"
+    -DMPFR_LIB="$lib/libmpfr.a")
+  export LOCKSTEP_RUN_LIBS=$lib
+fi
+nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+generator=Ninja
+command -v ninja >/dev/null || generator="Unix Makefiles"
+
+echo "== configure =="
+cmake -S . -B build-gpu -G "$generator" -DCMAKE_BUILD_TYPE=Release \
+  -DLOCKSTEP_WASM=OFF -DLOCKSTEP_BENCHMARKS=OFF -DLOCKSTEP_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$nvcc_path" \
+  "${cmake_args[@]}" || { echo "cuda.sh: configure failed"; exit 1; }
+
+echo "== build =="
+cmake --build build-gpu -j "$jobs" --target cuda_backend_test cuda_bench \
+  >"$out/build.txt" 2>&1
+rc=$?
+grep -E "error|warning|Used [0-9]+ registers|stack frame" "$out/build.txt" |
+  grep -v "^ptxas info    : Function properties" | head -80
+if [ $rc -ne 0 ]; then
+  tail -60 "$out/build.txt"
+  echo "cuda.sh: build failed"
+  exit 1
+fi
+
+run() { LD_LIBRARY_PATH=${LOCKSTEP_RUN_LIBS:-} "$@"; }
+
+echo "== object code: no FMA, no tensor-core instruction =="
+obj=build-gpu/backends/CMakeFiles/lockstep_cuda.dir/cuda/cuda_backend.cu.o
+if command -v cuobjdump >/dev/null; then
+  cuobjdump -sass "$obj" >"$out/sass.txt" 2>&1
+  # Per kernel: multiplies and adds, and the fused or tensor-core forms.
+  # FFMA may appear only where a division or square root is expanded
+  # (MUFU.RCP/RSQ refined by FFMA to the correctly rounded result);
+  # HFMA2.MMA with RZ operands is ptxas's idiom for loading a constant.
+  # No HMMA/HGMMA/IMMA (tensor cores) anywhere.
+  awk '/Function :/ {f=$3}
+       /FFMA/ {ffma[f]++} /FMUL/ {fmul[f]++} /FADD/ {fadd[f]++}
+       /MUFU.RCP|MUFU.RSQ/ {mufu[f]++} /HMMA|HGMMA|IMMA/ {mma[f]++}
+       /LDG/ {ldg[f]++}
+       /Function :/ {seen[f]=1}
+       END {for (k in seen) printf "%-70s FMUL %5d FADD %5d FFMA %4d MUFU.RCP/RSQ %3d MMA %d LDG %d\n",
+            substr(k,1,70), fmul[k], fadd[k], ffma[k], mufu[k], mma[k], ldg[k]}' \
+    "$out/sass.txt" | sort | tee "$out/sass_check.txt"
+  echo "tensor-core instructions: $(grep -cE 'HMMA|HGMMA|IMMA' "$out/sass.txt")" |
+    tee -a "$out/sass_check.txt"
+  rm -f "$out/sass.txt"
+else
+  echo "cuobjdump not found" | tee "$out/sass_check.txt"
+fi
+
+echo "== tests =="
+run ./build-gpu/tests/cuda_backend_test --gtest_color=no 2>&1 |
+  tee "$out/tests.txt"
+test_rc=${PIPESTATUS[0]}
+echo "cuda_backend_test exit code: $test_rc"
+# The same tests with the other decode products (same bits required).
+for v in 2 3; do
+  LOCKSTEP_CUDA_MATVEC=$v run ./build-gpu/tests/cuda_backend_test \
+    --gtest_color=no --gtest_filter='CudaBackend.*:CudaGpt2_124M.*' 2>&1 |
+    grep -E "^\[  (PASSED|FAILED) |differ|Failure" | sed "s/^/matvec $v: /" |
+    tee -a "$out/tests.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || test_rc=1
+done
+
+echo "== benchmark =="
+run ./build-gpu/cuda_bench --repeat 5 >"$out/bench.json" 2>"$out/bench.txt"
+bench_rc=$?
+cat "$out/bench.txt"
+echo "cuda_bench exit code: $bench_rc"
+
+echo "== Hugging Face transformers on the same GPU (eager, float32) =="
+PYTHONUNBUFFERED=1 timeout 120 python3 scripts/hf_gpu_bench.py >"$out/hf.json" &&
+  cat "$out/hf.json" || echo "hf_gpu_bench.py failed"
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv 2>&1 | tee -a "$out/machine.txt" || true
+[ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ]

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Hugging Face transformers' GPT-2 124M on the same GPU, for comparison
+with the CUDA backend (scripts/cuda.sh, docs/cuda.md): batch-1 decode with
+the KV cache (eager PyTorch, float32, TF32 off, each step's last logits
+copied to the host as a sampler needs them) at positions 1-128, and the
+time of one 512-token forward pass (time to first token). Randomly
+initialised weights of GPT-2 124M's shape (no download). Prints JSON.
+"""
+import json
+import statistics
+import sys
+import time
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+
+def main():
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = GPT2LMHeadModel(GPT2Config()).to("cuda", torch.float32).eval()
+    ids = torch.randint(0, 50257, (1, 1024), device="cuda")
+
+    def decode(n=128):
+        with torch.no_grad():
+            out = model(ids[:, :1], use_cache=True)
+            past = out.past_key_values
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for p in range(1, n + 1):
+                out = model(ids[:, p:p + 1], past_key_values=past,
+                            use_cache=True)
+                past = out.past_key_values
+                out.logits[0, -1].cpu()
+            torch.cuda.synchronize()
+            return n / (time.perf_counter() - t0)
+
+    def prefill(n=512):
+        with torch.no_grad():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = model(ids[:, :n], use_cache=True)
+            out.logits[0, -1].cpu()
+            torch.cuda.synchronize()
+            return time.perf_counter() - t0
+
+    decode(16)
+    prefill()
+    dec = [decode() for _ in range(3)]
+    pre = [prefill() for _ in range(5)]
+    json.dump({
+        "torch": torch.__version__,
+        "transformers": __import__("transformers").__version__,
+        "device": torch.cuda.get_device_name(0),
+        "hf_eager_decode_tokens_per_s_pos1_128": statistics.median(dec),
+        "hf_eager_decode_runs": dec,
+        "hf_eager_prefill_512_s": statistics.median(pre),
+        "hf_eager_prefill_512_tokens_per_s": 512 / statistics.median(pre),
+    }, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,525 @@
+// The CUDA backend (backends/cuda/, docs/cuda.md) against the scalar
+// reference (core/ls_gpt2.c) and the CPU engine, byte for byte: the §3
+// functions on the device against the core's, then every logit and every
+// cache word of cached steps, full-prefix passes and batched prefills, on
+// small seeded random configs, the Hugging Face fixture, the larger
+// GPT-2 block shapes and the full-size random 124M (128 contexts, and the
+// last positions of a 1,024-token context). Built only with LOCKSTEP_CUDA;
+// every test skips where no CUDA device is found. Runs on the GPU machine
+// through scripts/cuda.sh.
+#include "backends/cuda/cuda_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/backend.h"
+#include "formats/gpt2_checkpoint.h"
+#include "ls_arith.h"
+#include "ls_gpt2.h"
+#include "ls_gpt2_layout.h"
+#include "tests/gpt2_test_util.h"
+
+namespace {
+
+using lockstep::Gpt2Backend;
+using lockstep::make_gpt2_backend;
+using namespace lockstep::test;  // NOLINT: BytesEqual, RandomTokens
+
+#define SKIP_WITHOUT_DEVICE()                           \
+  do {                                                  \
+    if (!lockstep::backends::cuda_device_available()) { \
+      GTEST_SKIP() << "no CUDA device on this machine"; \
+    }                                                   \
+  } while (0)
+
+std::unique_ptr<Gpt2Backend> Cuda(const ls_gpt2_config& c,
+                                  const std::vector<float>& w,
+                                  int max_prefix = 0) {
+  return make_gpt2_backend("cuda", c, w.data(), w.size(), 1, max_prefix);
+}
+
+// The outputs of cached steps over all tokens and full passes over
+// `prefixes` (as tests/gpt2_backend_test.cc's RunTrace).
+struct Trace {
+  std::vector<std::vector<float>> step_logits;
+  std::vector<float> cache;
+  std::vector<std::vector<float>> infer_logits;
+};
+
+Trace RunTrace(Gpt2Backend& b, const ls_gpt2_config& c,
+               const std::vector<int32_t>& tokens,
+               const std::vector<int>& prefixes) {
+  Trace t;
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  t.cache.assign(tokens.size() * row, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> logits(size_t(c.n_vocab));
+  for (size_t p = 0; p < tokens.size(); ++p) {
+    EXPECT_EQ(b.step(t.cache.data(), t.cache.size(), p * row, tokens[p],
+                     int32_t(p), logits.data()),
+              LS_OK)
+        << b.name() << " step at position " << p;
+    t.step_logits.push_back(logits);
+  }
+  for (int n : prefixes) {
+    EXPECT_EQ(b.infer(tokens.data(), n, logits.data()), LS_OK)
+        << b.name() << " infer over " << n;
+    t.infer_logits.push_back(logits);
+  }
+  return t;
+}
+
+void ExpectSameTrace(const Trace& got, const Trace& want,
+                     const std::string& what) {
+  ASSERT_EQ(got.step_logits.size(), want.step_logits.size());
+  for (size_t p = 0; p < want.step_logits.size(); ++p) {
+    EXPECT_TRUE(BytesEqual(got.step_logits[p], want.step_logits[p]))
+        << what << ": step logits at position " << p;
+  }
+  EXPECT_TRUE(BytesEqual(got.cache, want.cache)) << what << ": cache words";
+  ASSERT_EQ(got.infer_logits.size(), want.infer_logits.size());
+  for (size_t i = 0; i < want.infer_logits.size(); ++i) {
+    EXPECT_TRUE(BytesEqual(got.infer_logits[i], want.infer_logits[i]))
+        << what << ": infer logits, pass " << i;
+  }
+}
+
+// Floats whose bytes differ.
+size_t CountDifferent(const float* a, const float* b, size_t n) {
+  size_t d = 0;
+  for (size_t i = 0; i < n; ++i) d += std::memcmp(a + i, b + i, 4) != 0;
+  return d;
+}
+
+// ------------------------------------------------------------- §3
+
+// exp, tanh and GELU on the device equal the core's on every 251st bit
+// pattern of binary32 (17 million inputs: every sign, exponent, both
+// zeros, subnormals, infinities and NaNs) and on the boundaries of §3.1.
+TEST(CudaArith, ExpTanhGeluEqualTheCoreBitForBit) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<float> x;
+  for (uint64_t u = 0; u <= 0xffffffffu; u += 251) {
+    const uint32_t b = uint32_t(u);
+    float f;
+    std::memcpy(&f, &b, 4);
+    x.push_back(f);
+  }
+  for (float b : {0x1.62e42ep+6f, -0x1.9fe368p+6f, 0.0f, -87.33655f, 88.0f,
+                  88.72283f, 1e-30f, 0.5f, 9.0f, 10.0f, 44.0f}) {
+    float lo = b, hi = b;
+    for (int i = 0; i < 64; ++i) {
+      x.push_back(lo), x.push_back(hi), x.push_back(-lo), x.push_back(-hi);
+      lo = std::nextafter(lo, -INFINITY), hi = std::nextafter(hi, INFINITY);
+    }
+  }
+  std::vector<float> got(x.size()), want(x.size());
+  const char* names[] = {"exp", "tanh", "gelu"};
+  for (int op = 0; op < 3; ++op) {
+    lockstep::backends::cuda::device_elementwise(x.data(), got.data(), x.size(),
+                                                 op);
+    for (size_t i = 0; i < x.size(); ++i) {
+      want[i] = op == 0   ? ls_exp32(x[i])
+                : op == 1 ? ls_tanh32(x[i])
+                          : ls_gelu32(x[i]);
+    }
+    EXPECT_TRUE(BytesEqual(got, want)) << names[op];
+    std::printf("cuda %s: %zu inputs compared, %zu differ\n", names[op],
+                x.size(), CountDifferent(got.data(), want.data(), x.size()));
+  }
+}
+
+// ------------------------------------------------------------- small models
+
+// Widths that are not multiples of 16 (the sequential §2.1 branch), head
+// widths 16, 20, 8 and 64, several layers, 70 positions (more than one
+// 64-row tile of the batched products), vocabularies not a multiple of 16.
+TEST(CudaBackend, SmallConfigsBytesEqualToReference) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config configs[] = {
+      {300, 24, 48, 3, 2},  // D = 16
+      {301, 20, 40, 2, 2},  // n_embd 40, D = 20: sequential dots
+      {257, 18, 64, 4, 3},  // three layers
+      {97, 70, 128, 2, 1},  // D = 64; 70 positions
+      {131, 16, 24, 3, 1},  // D = 8
+      {250, 12, 48, 3, 1},
+  };
+  uint64_t seed = 100;
+  for (const auto& c : configs) {
+    const auto w = lockstep::random_gpt2_weights(c, ++seed);
+    const auto tokens = RandomTokens(c, c.n_ctx, seed);
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+    auto gpu = Cuda(c, w);
+    const std::vector<int> prefixes = {1, 2, 3, 7, c.n_ctx / 2 + 1, c.n_ctx};
+    ExpectSameTrace(RunTrace(*gpu, c, tokens, prefixes),
+                    RunTrace(*ref, c, tokens, prefixes),
+                    gpu->name() + " n_embd " + std::to_string(c.n_embd));
+  }
+}
+
+// Hugging Face's fixture (tests/data/hf-gpt2-A): every position of both
+// cases, cached and full.
+TEST(CudaBackend, HfFixtureEveryPositionBytesEqualToReference) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string dir = LOCKSTEP_SOURCE_DIR "/tests/data/hf-gpt2-A";
+  const lockstep::Gpt2Weights w = lockstep::load_gpt2(dir);
+  std::ifstream in(dir + "/cases.json");
+  const auto cases = nlohmann::json::parse(in)["cases"];
+  ASSERT_EQ(cases.size(), 2u);
+  auto ref =
+      make_gpt2_backend("reference", w.config, w.data(), w.words(), 1, 0);
+  auto gpu = make_gpt2_backend("cuda", w.config, w.data(), w.words(), 1, 0);
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const std::vector<int32_t> ids = cases[ci]["input_ids"];
+    std::vector<int> prefixes;
+    for (int i = 1; i <= int(ids.size()); ++i) prefixes.push_back(i);
+    ExpectSameTrace(RunTrace(*gpu, w.config, ids, prefixes),
+                    RunTrace(*ref, w.config, ids, prefixes),
+                    gpu->name() + " case " + std::to_string(ci));
+  }
+}
+
+// The widths and head counts of GPT-2 355M, 774M and 1.5B (D = 64), one
+// layer and a small vocabulary each.
+TEST(CudaBackend, LargerSizesBlockShapesBytesEqualToReference) {
+  SKIP_WITHOUT_DEVICE();
+  for (const auto& big :
+       {lockstep::kGpt2_355M, lockstep::kGpt2_774M, lockstep::kGpt2_1558M}) {
+    const ls_gpt2_config c = {301, 6, big.n_embd, big.n_head, 1};
+    const auto w = lockstep::random_gpt2_weights(c, uint64_t(big.n_embd));
+    const auto tokens = RandomTokens(c, c.n_ctx, uint64_t(big.n_head));
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+    auto gpu = Cuda(c, w);
+    ExpectSameTrace(RunTrace(*gpu, c, tokens, {1, 5, 6}),
+                    RunTrace(*ref, c, tokens, {1, 5, 6}),
+                    gpu->name() + " n_embd " + std::to_string(c.n_embd));
+  }
+}
+
+// Batched prefill in chunks (max_prefix 16: chunks of 16, 13, 1 and 7,
+// all positions' logits) far into the cache: every logit and the cache
+// words equal the reference's cached steps.
+TEST(CudaBackend, PrefillChunksBytesEqualToReferenceSteps) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config configs[] = {
+      {97, 160, 128, 2, 2},  // D = 64
+      {89, 120, 40, 2, 1},   // D = 20
+  };
+  uint64_t seed = 300;
+  for (const auto& c : configs) {
+    const auto w = lockstep::random_gpt2_weights(c, ++seed);
+    const auto tokens = RandomTokens(c, c.n_ctx, seed);
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+    const Trace want = RunTrace(*ref, c, tokens, {});
+    auto gpu = Cuda(c, w, 16);
+    const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+    std::vector<float> cache(size_t(c.n_ctx) * row, NAN), logits(16 * V, NAN);
+    const int sizes[] = {16, 16, 13, 1, 16, 7, 16, 16};
+    int pos = 0;
+    for (size_t i = 0; pos < c.n_ctx; ++i) {
+      const int n = std::min(sizes[i % 8], c.n_ctx - pos);
+      const bool all = i % 3 != 2;  // some chunks: the last logits only
+      ASSERT_EQ(gpu->prefill(cache.data(), cache.size(), size_t(pos) * row,
+                             tokens.data() + pos, n, pos, all, logits.data()),
+                LS_OK)
+          << "chunk at " << pos;
+      for (int t = all ? 0 : n - 1; t < n; ++t) {
+        const float* got = logits.data() + (all ? size_t(t) * V : 0);
+        ASSERT_TRUE(
+            BytesEqual(got, want.step_logits[size_t(pos + t)].data(), V))
+            << "n_embd " << c.n_embd << ": logits at " << pos + t
+            << " (chunk of " << n << " at " << pos << ")";
+      }
+      pos += n;
+    }
+    EXPECT_TRUE(BytesEqual(cache, want.cache))
+        << "n_embd " << c.n_embd << ": cache words";
+  }
+}
+
+// The device's cache mirror: rows the host filled elsewhere (the reference)
+// are uploaded, a copied buffer is uploaded, a rewound session (a shorter
+// length in the same buffer) reuses the mirror, and a buffer whose last row
+// changed is uploaded again. Every logit equals the reference's.
+TEST(CudaBackend, PartlyFilledCachesBytesEqualToReference) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = {211, 40, 64, 4, 2};
+  const auto w = lockstep::random_gpt2_weights(c, 77);
+  const auto tokens = RandomTokens(c, c.n_ctx, 77);
+  const auto other = RandomTokens(c, c.n_ctx, 78);
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+  const Trace want = RunTrace(*ref, c, tokens, {});
+  auto gpu = Cuda(c, w, 8);
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  std::vector<float> logits(8 * V);
+
+  // Rows 0..24 from the reference, then steps 25..29 and a prefill of 8.
+  std::vector<float> cache = want.cache;
+  std::fill(cache.begin() + 25 * std::ptrdiff_t(row), cache.end(), NAN);
+  for (int p = 25; p < 30; ++p) {
+    ASSERT_EQ(gpu->step(cache.data(), cache.size(), size_t(p) * row,
+                        tokens[size_t(p)], p, logits.data()),
+              LS_OK);
+    EXPECT_TRUE(
+        BytesEqual(logits.data(), want.step_logits[size_t(p)].data(), V))
+        << "step at " << p << " after reference rows";
+  }
+  ASSERT_EQ(gpu->prefill(cache.data(), cache.size(), 30 * row,
+                         tokens.data() + 30, 8, 30, true, logits.data()),
+            LS_OK);
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_TRUE(BytesEqual(logits.data() + size_t(t) * V,
+                           want.step_logits[size_t(30 + t)].data(), V))
+        << "prefill position " << 30 + t;
+  }
+  EXPECT_TRUE(BytesEqual(cache.data(), want.cache.data(), 38 * row));
+
+  // A copy of the first 38 rows: another buffer, uploaded.
+  std::vector<float> copy(cache.begin(),
+                          cache.begin() + 39 * std::ptrdiff_t(row));
+  ASSERT_EQ(gpu->step(copy.data(), copy.size(), 38 * row, tokens[38], 38,
+                      logits.data()),
+            LS_OK);
+  EXPECT_TRUE(BytesEqual(logits.data(), want.step_logits[38].data(), V));
+
+  // Rewind the first buffer to 20 and take another branch; then the
+  // reference's own rows again at 20 (the last row changed: uploaded).
+  std::vector<float> branch = want.cache;
+  auto ref2 = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+  std::vector<float> want_logits(V);
+  for (int p = 20; p < 24; ++p) {
+    ASSERT_EQ(gpu->step(cache.data(), cache.size(), size_t(p) * row,
+                        other[size_t(p)], p, logits.data()),
+              LS_OK);
+    ASSERT_EQ(ref2->step(branch.data(), branch.size(), size_t(p) * row,
+                         other[size_t(p)], p, want_logits.data()),
+              LS_OK);
+    EXPECT_TRUE(BytesEqual(logits.data(), want_logits.data(), V))
+        << "branch step at " << p;
+  }
+  EXPECT_TRUE(BytesEqual(cache.data(), branch.data(), 24 * row));
+  std::copy(want.cache.begin(), want.cache.begin() + 24 * std::ptrdiff_t(row),
+            cache.begin());
+  ASSERT_EQ(gpu->step(cache.data(), cache.size(), 24 * row, tokens[24], 24,
+                      logits.data()),
+            LS_OK);
+  EXPECT_TRUE(BytesEqual(logits.data(), want.step_logits[24].data(), V))
+      << "after the host rewrote rows";
+}
+
+// The panel64 layout (core/ls_gpt2_layout.h) gives the same bits.
+TEST(CudaBackend, Panel64WeightsBytesEqualToPlain) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = {300, 12, 128, 2, 2};
+  const auto w = lockstep::random_gpt2_weights(c, 64);
+  std::vector<float> p(w.size());
+  ls_gpt2_to_panels(&c, w.data(), p.data());
+  const auto tokens = RandomTokens(c, c.n_ctx, 64);
+  auto plain = Cuda(c, w);
+  auto panel = make_gpt2_backend("cuda", c, p.data(), p.size(), 1, 0,
+                                 LS_GPT2_LAYOUT_PANEL64);
+  ExpectSameTrace(RunTrace(*panel, c, tokens, {3, 12}),
+                  RunTrace(*plain, c, tokens, {3, 12}), "panel64");
+}
+
+// The checks and status codes of ls_gpt2_step / ls_gpt2_infer /
+// ls_gpt2_prefill, in order; overflowing weights are an error.
+TEST(CudaBackend, StatusCodesAreTheReferences) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = {50, 8, 32, 2, 1};
+  const auto w = lockstep::random_gpt2_weights(c, 5);
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 4);
+  auto gpu = Cuda(c, w, 4);
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  std::vector<float> cache(ls_gpt2_cache_floats(&c)), logits(50 * 8);
+  struct StepCase {
+    float* cache;
+    size_t cap, len;
+    int32_t token, position;
+    float* logits;
+  };
+  const StepCase steps[] = {
+      {nullptr, cache.size(), 0, 1, 0, logits.data()},
+      {cache.data(), cache.size(), 0, 1, 0, nullptr},
+      {cache.data(), cache.size(), 0, 50, 0, logits.data()},
+      {cache.data(), cache.size(), 0, -1, 0, logits.data()},
+      {cache.data(), cache.size(), 8 * row, 1, 8, logits.data()},
+      {cache.data(), cache.size(), row, 1, 0, logits.data()},
+      {cache.data(), row - 1, 0, 1, 0, logits.data()},
+  };
+  for (const auto& s : steps) {
+    EXPECT_EQ(gpu->step(s.cache, s.cap, s.len, s.token, s.position, s.logits),
+              ref->step(s.cache, s.cap, s.len, s.token, s.position, s.logits));
+  }
+  const int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const int32_t bad[2] = {1, 77};
+  EXPECT_EQ(gpu->infer(toks, 0, logits.data()), LS_ERR_EMPTY_SEQUENCE);
+  EXPECT_EQ(gpu->infer(toks, 9, logits.data()), LS_ERR_SEQUENCE_TOO_LONG);
+  EXPECT_EQ(gpu->infer(toks, 5, logits.data()), LS_ERR_SCRATCH);
+  EXPECT_EQ(gpu->infer(bad, 2, logits.data()), LS_ERR_TOKEN);
+  EXPECT_EQ(gpu->infer(nullptr, 2, logits.data()), LS_ERR_NULL);
+  EXPECT_EQ(gpu->infer(toks, 4, nullptr), LS_ERR_NULL);
+  EXPECT_EQ(gpu->infer(toks, 4, logits.data()), LS_OK);
+  const size_t cap = cache.size();
+  EXPECT_EQ(
+      gpu->prefill(cache.data(), cap, 0, toks, 0, 0, false, logits.data()),
+      LS_ERR_EMPTY_SEQUENCE);
+  EXPECT_EQ(gpu->prefill(cache.data(), cap, 6 * row, toks, 3, 6, false,
+                         logits.data()),
+            LS_ERR_SEQUENCE_TOO_LONG);
+  EXPECT_EQ(
+      gpu->prefill(cache.data(), cap, 0, toks, 5, 0, false, logits.data()),
+      LS_ERR_SCRATCH);
+  EXPECT_EQ(
+      gpu->prefill(cache.data(), cap, row, toks, 2, 0, false, logits.data()),
+      LS_ERR_CACHE_LENGTH);
+  EXPECT_EQ(gpu->prefill(cache.data(), cap, 0, bad, 2, 0, false, logits.data()),
+            LS_ERR_TOKEN);
+
+  auto huge = lockstep::random_gpt2_weights(c, 6);
+  for (int i = 0; i < 32; ++i) huge[size_t(i)] = 3e38f;  // wte[0]
+  auto ref_h =
+      make_gpt2_backend("reference", c, huge.data(), huge.size(), 1, 0);
+  auto gpu_h = Cuda(c, huge);
+  const int32_t t0 = 0;
+  EXPECT_EQ(ref_h->infer(&t0, 1, logits.data()), LS_ERR_OUTPUT_NONFINITE);
+  EXPECT_EQ(gpu_h->infer(&t0, 1, logits.data()), LS_ERR_OUTPUT_NONFINITE);
+  EXPECT_EQ(gpu_h->step(cache.data(), cache.size(), 0, 0, 0, logits.data()),
+            LS_ERR_OUTPUT_NONFINITE);
+  EXPECT_EQ(gpu_h->infer(toks, 2, logits.data()), LS_ERR_OUTPUT_NONFINITE);
+}
+
+// ------------------------------------------------------------- 124M
+
+// Full-size GPT-2 124M with seeded random weights, against the CPU engine
+// ("cpu" on every core; itself checked against the reference by
+// gpt2_backend_test), with the reference's first steps as an anchor:
+//  (a) cached steps at positions 0..127: 128 contexts, every logit
+//      (6,432,896) and every cache word;
+//  (b) one batched prefill of the same 128 tokens, every position's logits;
+//  (c) full-prefix passes over 1, 2, 17, 64, 127 and 128 tokens;
+//  (d) prefill of positions 0..1019 in chunks of 512, then steps at
+//      1020..1023: the cache words and the logits at the end of the context.
+// Counts of what was compared and of mismatches are printed.
+TEST(CudaGpt2_124M, BytesEqualToTheCpuEngineAndReference) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = lockstep::kGpt2_124M;
+  const auto w = lockstep::random_gpt2_weights(c, 124);
+  const auto tokens = RandomTokens(c, c.n_ctx, 124);
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  const int threads =
+      int(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
+  auto cpu = make_gpt2_backend("cpu", c, w.data(), w.size(), threads, 512);
+  auto gpu = Cuda(c, w, 512);
+  size_t logits_compared = 0, logits_differ = 0;
+  size_t words_compared = 0, words_differ = 0;
+  auto compare = [&](const float* got, const float* want, size_t n, bool logits,
+                     const std::string& what) {
+    const size_t d = CountDifferent(got, want, n);
+    (logits ? logits_compared : words_compared) += n;
+    (logits ? logits_differ : words_differ) += d;
+    EXPECT_TRUE(BytesEqual(got, want, n)) << what << " (" << d << " differ)";
+  };
+
+  // The anchor: the reference's first 3 steps.
+  {
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 4);
+    std::vector<float> rc(3 * row), gc(3 * row), rl(V), gl(V);
+    for (int p = 0; p < 3; ++p) {
+      ASSERT_EQ(ref->step(rc.data(), rc.size(), size_t(p) * row,
+                          tokens[size_t(p)], p, rl.data()),
+                LS_OK);
+      ASSERT_EQ(gpu->step(gc.data(), gc.size(), size_t(p) * row,
+                          tokens[size_t(p)], p, gl.data()),
+                LS_OK);
+      compare(gl.data(), rl.data(), V, true,
+              "reference step " + std::to_string(p));
+    }
+    compare(gc.data(), rc.data(), rc.size(), false, "reference cache");
+  }
+
+  // (a) 128 cached steps.
+  const int n = 128;
+  std::vector<float> cpu_cache(size_t(n) * row), gpu_cache(size_t(n) * row);
+  std::vector<float> cpu_logits(size_t(n) * V), gpu_logits(size_t(n) * V);
+  for (int p = 0; p < n; ++p) {
+    ASSERT_EQ(cpu->step(cpu_cache.data(), cpu_cache.size(), size_t(p) * row,
+                        tokens[size_t(p)], p, cpu_logits.data() + p * V),
+              LS_OK);
+    ASSERT_EQ(gpu->step(gpu_cache.data(), gpu_cache.size(), size_t(p) * row,
+                        tokens[size_t(p)], p, gpu_logits.data() + p * V),
+              LS_OK);
+  }
+  for (int p = 0; p < n; ++p) {
+    compare(gpu_logits.data() + p * V, cpu_logits.data() + p * V, V, true,
+            "step logits at " + std::to_string(p));
+  }
+  compare(gpu_cache.data(), cpu_cache.data(), gpu_cache.size(), false,
+          "cache after 128 steps");
+
+  // (b) one prefill of 128, every position.
+  std::vector<float> pre_cache(size_t(n) * row, NAN), pre_logits(size_t(n) * V);
+  ASSERT_EQ(gpu->prefill(pre_cache.data(), pre_cache.size(), 0, tokens.data(),
+                         n, 0, true, pre_logits.data()),
+            LS_OK);
+  for (int p = 0; p < n; ++p) {
+    compare(pre_logits.data() + p * V, cpu_logits.data() + p * V, V, true,
+            "prefill logits at " + std::to_string(p));
+  }
+  compare(pre_cache.data(), cpu_cache.data(), pre_cache.size(), false,
+          "cache after the prefill");
+
+  // (c) full-prefix passes.
+  std::vector<float> logits(V);
+  for (int k : {1, 2, 17, 64, 127, 128}) {
+    ASSERT_EQ(gpu->infer(tokens.data(), k, logits.data()), LS_OK);
+    compare(logits.data(), cpu_logits.data() + size_t(k - 1) * V, V, true,
+            "infer over " + std::to_string(k));
+  }
+
+  // (d) the end of the context.
+  std::vector<float> cpu_full(ls_gpt2_cache_floats(&c), NAN);
+  std::vector<float> gpu_full(ls_gpt2_cache_floats(&c), NAN);
+  std::vector<float> cl(V), gl(V);
+  for (int pos = 0; pos < 1020;) {
+    const int k = std::min(512, 1020 - pos);
+    ASSERT_EQ(cpu->prefill(cpu_full.data(), cpu_full.size(), size_t(pos) * row,
+                           tokens.data() + pos, k, pos, false, cl.data()),
+              LS_OK);
+    ASSERT_EQ(gpu->prefill(gpu_full.data(), gpu_full.size(), size_t(pos) * row,
+                           tokens.data() + pos, k, pos, false, gl.data()),
+              LS_OK);
+    compare(gl.data(), cl.data(), V, true,
+            "prefill chunk ending at " + std::to_string(pos + k - 1));
+    pos += k;
+  }
+  for (int p = 1020; p < c.n_ctx; ++p) {
+    ASSERT_EQ(cpu->step(cpu_full.data(), cpu_full.size(), size_t(p) * row,
+                        tokens[size_t(p)], p, cl.data()),
+              LS_OK);
+    ASSERT_EQ(gpu->step(gpu_full.data(), gpu_full.size(), size_t(p) * row,
+                        tokens[size_t(p)], p, gl.data()),
+              LS_OK);
+    compare(gl.data(), cl.data(), V, true, "step at " + std::to_string(p));
+  }
+  compare(gpu_full.data(), cpu_full.data(), gpu_full.size(), false,
+          "cache of 1,024 positions");
+
+  std::printf(
+      "cuda 124M: %zu logits compared, %zu differ; %zu cache words "
+      "compared, %zu differ (%s vs %s)\n",
+      logits_compared, logits_differ, words_compared, words_differ,
+      gpu->name().c_str(), cpu->name().c_str());
+}
+
+}  // namespace
