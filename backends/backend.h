@@ -46,8 +46,10 @@ class Gpt2Backend {
 
 // name: "reference" (wraps core/ls_gpt2.c), "cpu" (the fast path on the
 // best ISA, or $LOCKSTEP_ISA = avx512 | avx2 | generic when set),
-// "cpu-avx512", "cpu-avx2", "cpu-generic". threads: 1 or 2 (cpu only; the
-// reference takes 1). max_prefix: the longest infer() (<= 0: n_ctx).
+// "cpu-avx512", "cpu-avx2", "cpu-generic", "cuda" (an NVIDIA GPU, in
+// builds with LOCKSTEP_CUDA: docs/cuda.md; it ignores threads). threads: 1
+// or 2 (cpu only; the reference takes 1). max_prefix: the longest infer()
+// (<= 0: n_ctx).
 // `weights` (`words` floats, packed as core/ls_gpt2.h in `layout`
 // (core/ls_gpt2_layout.h), checked finite by the loader) must outlive the
 // backend. A backend whose own layout is `layout` reads the weights in
@@ -72,7 +74,8 @@ std::unique_ptr<Gpt2Backend> make_gpt2_q8_backend(const std::string& name,
 
 namespace backends {
 // The backends this machine can create: "reference", then "cpu-<isa>" for
-// every supported ISA, best first.
+// every supported ISA, best first, then "cuda" where built and a device is
+// found.
 std::vector<std::string> available_gpt2_backends();
 }  // namespace backends
 
