@@ -169,7 +169,9 @@ uint16_t narrow_bf16(float f) {
 void widen_to_f32(StDtype dtype, const uint8_t* src, size_t n, float* dst) {
   switch (dtype) {
     case StDtype::kF32:
-      std::memcpy(dst, src, n * 4);
+      // memcpy with a null pointer is undefined even for 0 bytes (an empty
+      // tensor's data, an empty vector's): found by fuzz_safetensors.
+      if (n > 0) std::memcpy(dst, src, n * 4);
       return;
     case StDtype::kF16:
       for (size_t i = 0; i < n; ++i) {

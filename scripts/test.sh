@@ -22,3 +22,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 ninja -C build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j "$jobs" --output-on-failure --label-exclude slow
+
+# The libFuzzer harnesses (fuzz/, docs/fuzzing.md), each for a bounded
+# time over its seed corpus: two at a time, about a minute in all after
+# the build. The long campaign is scripts/fuzz.sh with a large --runs.
+echo "== fuzz: each harness 20 s over its seeds (scripts/fuzz.sh) =="
+bash scripts/fuzz.sh --seconds 20 --jobs 2

@@ -247,4 +247,15 @@ TEST_F(ParserLimits, AtomicFileCommitsOrLeavesNothing) {
                        "cannot open"));
 }
 
+// ---- regressions found by the fuzz harnesses (docs/fuzzing.md)
+
+// fuzz_safetensors: widening zero F32 elements called memcpy with null
+// pointers (undefined behaviour, reported by UBSan in the sanitizer build).
+TEST(FuzzRegressions, WideningNothingTouchesNothing) {
+  for (auto d : {lockstep::StDtype::kF32, lockstep::StDtype::kF16,
+                 lockstep::StDtype::kBF16}) {
+    EXPECT_NO_THROW(lockstep::widen_to_f32(d, nullptr, 0, nullptr));
+  }
+}
+
 }  // namespace
