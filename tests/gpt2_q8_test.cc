@@ -15,12 +15,14 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "formats/gpt2_checkpoint.h"
 #include "formats/sha256.h"
 #include "lockstep/error.h"
+#include "lockstep/gpt2.h"
 #include "ls_gpt2.h"
 #include "ls_gpt2_q8.h"
 #include "ls_q8.h"
@@ -55,15 +57,15 @@ Model HfModel() {
 }
 
 // Cached steps over every token: each position's logits and the cache.
-struct Run {
+struct Trace {
   std::vector<float> logits;  // [n][V]
   std::vector<float> cache;   // [n][row]
 };
 
-Run Steps(const Model& m, const std::vector<int32_t>& tokens) {
+Trace Steps(const Model& m, const std::vector<int32_t>& tokens) {
   const ls_gpt2_config& c = m.c;
   const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
-  Run r;
+  Trace r;
   r.cache.assign(tokens.size() * row, kNaN);
   r.logits.resize(tokens.size() * V);
   std::vector<float> scratch(ls_gpt2_step_scratch_floats(&c), kNaN);
@@ -78,11 +80,11 @@ Run Steps(const Model& m, const std::vector<int32_t>& tokens) {
 }
 
 // Prefill in the given chunk sizes (cycled), every position's logits.
-Run Prefill(const Model& m, const std::vector<int32_t>& tokens,
-            const std::vector<int>& chunks) {
+Trace Prefill(const Model& m, const std::vector<int32_t>& tokens,
+              const std::vector<int>& chunks) {
   const ls_gpt2_config& c = m.c;
   const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
-  Run r;
+  Trace r;
   r.cache.assign(tokens.size() * row, kNaN);
   r.logits.resize(tokens.size() * V);
   size_t done = 0;
@@ -103,7 +105,7 @@ Run Prefill(const Model& m, const std::vector<int32_t>& tokens,
 
 void CheckSchedules(const Model& m, int n, uint64_t seed) {
   const std::vector<int32_t> tokens = RandomTokens(m.c, n, seed);
-  const Run steps = Steps(m, tokens);
+  const Trace steps = Steps(m, tokens);
   const size_t V = size_t(m.c.n_vocab);
   // The full-prefix pass at a few lengths: the last position's logits.
   for (int len : {1, 2, n / 2 + 1, n}) {
@@ -121,7 +123,7 @@ void CheckSchedules(const Model& m, int n, uint64_t seed) {
   for (int i = 0; i < 8; ++i) ragged.push_back(1 + int(rng() % 7));
   for (const std::vector<int>& chunks :
        {std::vector<int>{n}, {1}, {3}, {n / 2, 1}, ragged}) {
-    const Run p = Prefill(m, tokens, chunks);
+    const Trace p = Prefill(m, tokens, chunks);
     EXPECT_TRUE(BytesEqual(p.logits, steps.logits))
         << "prefill chunks " << chunks[0];
     EXPECT_TRUE(BytesEqual(p.cache, steps.cache))
@@ -240,6 +242,38 @@ TEST(Gpt2Q8Model, EmbeddingIsTheDequantizedRowsSum) {
     const float s_pe = std::fabs(pe[i] - m.f32[300 * C + 7 * C + i]);
     EXPECT_LE(s_pe, 0.02f / 127 * 0.5f + 1e-9f) << i;  // |wpe| <= 0.02
   }
+}
+
+TEST(Gpt2Q8Session, ReferenceAndCpuGiveTheCoreBits) {
+  // Gpt2Session on int8 weights: "reference" and "cpu" (the int8
+  // reference until a fast path exists, named so) return the core's step
+  // bits through a chunked prefill and then steps.
+  const Model m = RandomModel({300, 24, 64, 4, 2}, 51);
+  const std::vector<int32_t> tokens = RandomTokens(m.c, 12, 52);
+  const Trace want = Steps(m, tokens);
+  const size_t V = size_t(m.c.n_vocab);
+  const Gpt2View view{m.c,         nullptr,    0, LS_GPT2_LAYOUT_PLAIN,
+                      m.q8.data(), m.q8.size()};
+  for (const char* name : {"reference", "cpu"}) {
+    SCOPED_TRACE(name);
+    Gpt2Session s(view, Gpt2SessionOptions{name, 2, 5});
+    EXPECT_NE(std::string::npos, s.backend_name().find("int8"));
+    const std::span<const float> p = s.prefill({tokens.data(), 7}, true);
+    ASSERT_EQ(7 * V, p.size());
+    EXPECT_TRUE(BytesEqual(p.data(), want.logits.data(), 7 * V));
+    for (size_t t = 7; t < tokens.size(); ++t) {
+      const std::span<const float> l = s.step(tokens[t]);
+      EXPECT_TRUE(BytesEqual(l.data(), want.logits.data() + t * V, V)) << t;
+    }
+    const std::span<const float> cache = s.cache();
+    EXPECT_TRUE(BytesEqual(cache.data(), want.cache.data(), want.cache.size()));
+    EXPECT_EQ(m.q8.size(), s.memory().weights);
+  }
+  EXPECT_THROW(Gpt2Session(view, Gpt2SessionOptions{"cuda", 1, 5}), Error);
+  Gpt2View short_view = view;
+  short_view.q8_bytes -= 64;
+  EXPECT_THROW(Gpt2Session(short_view, Gpt2SessionOptions{"reference", 1, 5}),
+               Error);
 }
 
 // ------------------------------------------------------------ the file
