@@ -486,8 +486,8 @@ TEST(Gpt2Q8Quality, DISABLED_MeasureAgreementWithBinary32) {
           RandomModel({2000, 128, 128, 4, 2}, 41));
 }
 
-// A random 124M (docs/gpt2-format.md "Random checkpoints"), fewer prefixes:
-// the scalar references take a few seconds per token here.
+// A random 124M (docs/gpt2-format.md "Random checkpoints"), fewer prefixes
+// to keep the run short (the scalar references: about 0.15 s a token).
 TEST(Gpt2Q8Quality, DISABLED_Measure124MAgreementWithBinary32) {
   Measure("random 124M (seed 20261201)", RandomModel(kGpt2_124M, 20261201), 16,
           8, 64);
