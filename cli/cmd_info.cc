@@ -207,7 +207,9 @@ Action add_info(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto resident = std::make_shared<bool>(false);
   args->add(app);
-  app.add_flag("--json", *json, "print one JSON object");
+  app.add_flag("--json", *json,
+               "print one JSON object (bytes of the path that are not UTF-8 "
+               "are printed as U+FFFD there)");
   app.add_flag("--resident", *resident,
                "GPT-2: also run a session (cpu, 2 threads) over the whole "
                "context and report this process's resident memory");
@@ -220,8 +222,12 @@ Action add_info(CLI::App& app) {
     j["wasm"] = {{"module", wasm_module_path()},
                  {"sha256", wasm_module_sha256()},
                  {"scalar_sha256", wasm_scalar_module_sha256()}};
+    // A file name need not be UTF-8, JSON text must be: invalid bytes
+    // become U+FFFD (the library's replace handler) instead of a
+    // type_error from dump().
+    constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
     if (*json) {
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", j.dump(2, ' ', false, kReplace).c_str());
       return 0;
     }
     // Nested objects as dotted keys ("memory_bytes.total").
@@ -234,9 +240,9 @@ Action add_info(CLI::App& app) {
             }
             return;
           }
-          std::printf(
-              "%-30s %s\n", prefix.c_str(),
-              v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
+          std::printf("%-30s %s\n", prefix.c_str(),
+                      v.is_string() ? v.get<std::string>().c_str()
+                                    : v.dump(-1, ' ', false, kReplace).c_str());
         };
     print("", j);
     return 0;
