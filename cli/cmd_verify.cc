@@ -5,9 +5,12 @@
 // one) first differ. docs/verify.md.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "backends/backend.h"
@@ -47,6 +50,7 @@ std::vector<std::string> split_list(const std::string& s, const char* what) {
     out.push_back(item);
   }
   if (out.empty()) throw Error(std::string("empty ") + what);
+  if (s.back() == ',') throw Error(std::string("empty item in ") + what);
   return out;
 }
 
@@ -87,8 +91,47 @@ std::string human(uint64_t n) {
   return s;
 }
 
+// "random:124M:SEED" (or 355M, 774M, 1558M): the seeded random GPT-2 of
+// docs/gpt2-format.md "Random checkpoints", or nullopt for anything else.
+std::optional<std::pair<ls_gpt2_config, uint64_t>> random_model(
+    const std::string& spec) {
+  if (spec.rfind("random:", 0) != 0) return std::nullopt;
+  const std::string rest = spec.substr(7);
+  const size_t colon = rest.find(':');
+  std::vector<std::string> parts = {rest.substr(0, colon)};
+  if (colon != std::string::npos) parts.push_back(rest.substr(colon + 1));
+  const std::map<std::string, ls_gpt2_config> sizes = {{"124M", kGpt2_124M},
+                                                       {"355M", kGpt2_355M},
+                                                       {"774M", kGpt2_774M},
+                                                       {"1558M", kGpt2_1558M}};
+  size_t used = 0;
+  uint64_t seed = 0;
+  try {
+    if (parts.size() == 2) seed = std::stoull(parts[1], &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (parts.size() != 2 || !sizes.count(parts[0]) || used != parts[1].size()) {
+    throw Error("--model '" + spec +
+                "': a random model is random:SIZE:SEED, SIZE one of 124M, "
+                "355M, 774M, 1558M");
+  }
+  return std::make_pair(sizes.at(parts[0]), seed);
+}
+
+// A temporary packed file, removed when this goes.
+std::string temp_packed_path(const char* what) {
+  std::string name = "lockstep-verify-";
+  name += what;
+  name += '-';
+  name += std::to_string(getpid());
+  name += ".lockstep";
+  return (fs::temp_directory_path() / name).string();
+}
+
 int run(VerifyArgs& a) {
-  if (a.model.kind() != ModelKind::kGpt2) {
+  const auto random = random_model(a.model.model);
+  if (!random && a.model.kind() != ModelKind::kGpt2) {
     throw Error(
         "lockstep verify is for GPT-2 models (an HF folder or a packed "
         "file); the tiny models have one backend and their own tests");
@@ -104,24 +147,28 @@ int run(VerifyArgs& a) {
     a.options.completion_tokens = o.completion_tokens;
     a.options.op_hashes = o.op_hashes;
   }
-  const std::string path = a.model.path();
-  // The one place weights are loaded. An int8 file joins here once its
-  // loader exists: it would give the backends their int8 view and the
-  // reference pass its dequantising twin (docs/verify.md, "int8").
-  Gpt2Weights w = load_gpt2(path);
-  const std::string given_format = w.format;
-
   std::vector<std::string> names;
   if (a.backends.empty()) {
     names = backends::available_gpt2_backends();
     if (wasm_available()) names.push_back("wasm");
   } else {
     names = split_list(a.backends, "--backends");
+    // Checked before anything runs: a name this machine cannot run.
+    std::vector<std::string> known = backends::available_gpt2_backends();
+    known.push_back("cpu");
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     for (const std::string& n : names) {
-      if (n == "wasm" && !wasm_available()) {
-        throw Error(
-            "--backends wasm: this build has no WebAssembly module or node "
-            "is not on PATH (docs/wasm.md)");
+      if (n == "wasm") {
+        if (!wasm_available()) {
+          throw Error(
+              "--backends wasm: this build has no WebAssembly module or "
+              "node is not on PATH (docs/wasm.md)");
+        }
+      } else if (std::find(known.begin(), known.end(), n) == known.end()) {
+        throw Error("--backends: '" + n +
+                    "' is not a backend this machine can run (" + list +
+                    ", wasm)");
       }
     }
   }
@@ -140,6 +187,23 @@ int run(VerifyArgs& a) {
     a.options.threads.push_back(v);
   }
 
+  // A random model is written to a temporary packed file (no weights to
+  // download or commit; the record's digest pins them).
+  TempPacked random_file;
+  if (random) {
+    random_file.path = temp_packed_path("random");
+    const std::vector<float> words =
+        random_gpt2_weights(random->first, random->second);
+    write_gpt2_packed(random_file.path, random->first, words.data(),
+                      words.size());
+  }
+  const std::string path = random ? random_file.path : a.model.path();
+  // The one place weights are loaded. An int8 file joins here once its
+  // loader exists: it would give the backends their int8 view and the
+  // reference pass its dequantising twin (docs/verify.md, "int8").
+  Gpt2Weights w = load_gpt2(path);
+  const std::string given_format = random ? "random" : w.format;
+
   // The wasm backend reads packed files only: an HF folder is packed to a
   // temporary file (plain layout, the same weights) and every backend runs
   // from it.
@@ -148,9 +212,7 @@ int run(VerifyArgs& a) {
   bool uses_wasm = false;
   for (const auto& n : names) uses_wasm = uses_wasm || n == "wasm";
   if (uses_wasm && w.format != "packed") {
-    temp.path = (fs::temp_directory_path() /
-                 ("lockstep-verify-" + std::to_string(getpid()) + ".lockstep"))
-                    .string();
+    temp.path = temp_packed_path("hf");
     write_gpt2_packed(temp.path, w.config, w.data(), w.words());
     w = load_gpt2(temp.path);
     run_path = temp.path;
@@ -209,9 +271,13 @@ int run(VerifyArgs& a) {
   VerifyProvenance p;
   p.command = a.command;
   p.model = a.model.label();
-  p.files.push_back({"lockstep binary", "/proc/self/exe"});
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  p.files.push_back({"lockstep binary", ec ? "/proc/self/exe" : exe.string()});
   if (uses_wasm) p.files.push_back({"wasm module", wasm_module_path()});
-  if (fs::is_directory(path)) {
+  if (random) {
+    // Nothing to hash but the weights' digest, in the record's "model".
+  } else if (fs::is_directory(path)) {
     p.files.push_back(
         {"config.json", (fs::path(path) / "config.json").string()});
     p.files.push_back(

@@ -49,7 +49,7 @@ expect 0 "^  mismatches +0$" -- verify --model "$fixture" --contexts 2 \
 for f in record.json report.md steps.svg; do
   [ -s "$tmp/a/$f" ] && ok || bad "bundle lacks $f"
 done
-python3 - "$tmp/a/record.json" <<'EOF' && ok || bad "record.json content"
+/usr/bin/python3 - "$tmp/a/record.json" <<'EOF' && ok || bad "record.json content"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["format"] == "lockstep-verify/1"
@@ -78,7 +78,7 @@ expect 0 "every digest agrees" -- verify --model "$fixture" \
 # A bundle with one operation's digest and one backend's layer digest
 # edited: --against and bisect name them.
 mkdir -p "$tmp/b"
-python3 - "$tmp/a/record.json" "$tmp/b/record.json" <<'EOF'
+/usr/bin/python3 - "$tmp/a/record.json" "$tmp/b/record.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 for h in r["ops"]:
@@ -103,7 +103,7 @@ expect 0 "^wrote 27 tensors \(5 positions" -- dump --model "$fixture" \
 expect 0 "wrote 5 x 50257" -- logits --model "$fixture" \
   --tokens 15496,995,11,13,50256 --all-positions --backend reference \
   --out "$tmp/l.f32"
-python3 - "$tmp/d.safetensors" "$tmp/l.f32" <<'EOF' && ok || bad "dump content"
+/usr/bin/python3 - "$tmp/d.safetensors" "$tmp/l.f32" <<'EOF' && ok || bad "dump content"
 import json, struct, sys
 import numpy as np
 raw = open(sys.argv[1], "rb").read()
