@@ -401,7 +401,10 @@ Action add_verify(CLI::App& app) {
       "  lockstep verify --model tests/data/hf-gpt2-A --contexts 16\n"
       "  lockstep verify --model gpt2.lockstep --contexts 4 --max-length 64 "
       "--bundle ev\n"
-      "  lockstep verify --model gpt2.lockstep --against ev");
+      "  lockstep verify --model gpt2.lockstep --against ev\n"
+      "  lockstep verify --model random:124M:1 --contexts 2 --max-length 16\n"
+      "    (a seeded random full-size GPT-2, generated on the fly: SIZE "
+      "124M,\n    355M, 774M or 1558M)");
   return [a]() {
     a->command = joined_args();
     return run(*a);
