@@ -21,6 +21,7 @@ Action add_bench(CLI::App& app);
 Action add_verify(CLI::App& app);
 Action add_bisect(CLI::App& app);
 Action add_dump(CLI::App& app);
+Action add_serve(CLI::App& app);
 
 }  // namespace lockstep::cli
 

@@ -86,6 +86,9 @@ class StopStream {
   // The generated text up to any stop string.
   const std::string& text() const { return text_; }
   const std::string& stopped_by() const { return stopped_by_; }
+  // How many bytes of text() are out (printed, or released when not
+  // printing): the rest is held back as a possible stop string's start.
+  size_t emitted() const { return printed_; }
 
  private:
   void emit(size_t end);

@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
       lockstep::cli::add_bisect);
   add("dump", "every layer's intermediate tensors as safetensors",
       lockstep::cli::add_dump);
+  add("serve", "an OpenAI-style HTTP server with reproducible completions",
+      lockstep::cli::add_serve);
   // A write to a closed pipe fails with EPIPE instead of killing the
   // process mid-write; cli/output.h ends every command the same way then.
   std::signal(SIGPIPE, SIG_IGN);

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ gcc libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev nlohmann-json3-dev libssl-dev libmpfr-dev
   python3 python3-numpy clang-format libpcre2-dev pkg-config
+  libcpp-httplib-dev curl jq
   clang-19 lld-19 wabt libclang-rt-19-dev)
 missing=()
 for p in "${packages[@]}"; do
@@ -30,6 +31,10 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 if [ ! -d tools/tokenizer_ref/node_modules/gpt-3-encoder ]; then
   npm ci --prefix tools/tokenizer_ref --no-audit --no-fund --loglevel=error
+fi
+# The npm openai client that tests lockstep serve (tests/serve_client).
+if [ ! -f tests/serve_client/node_modules/openai/package.json ]; then
+  npm ci --prefix tests/serve_client --no-audit --no-fund --loglevel=error
 fi
 
 jobs=$(nproc)
