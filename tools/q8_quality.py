@@ -119,8 +119,9 @@ def main():
                 big = max(big, max(ra), -min(ra))
             ga = greedy(args.lockstep, args.model, args.backend, p, args.generate)
             gb = greedy(args.lockstep, q8, args.backend, p, args.generate)
-            print("prefix %3d len %2d greedy %s" % (i, len(p), "same" if ga == gb else "differs"),
-                  file=sys.stderr)
+            # one write per line, so lines from parallel prefixes do not interleave
+            sys.stderr.write("prefix %3d len %2d greedy %s\n" %
+                             (i, len(p), "same" if ga == gb else "differs"))
             return int(top1), err, big, ga == gb
 
         with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as ex:
