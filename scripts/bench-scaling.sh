@@ -12,7 +12,11 @@
 #  3. long_all.json: all CPUs, decode at positions 0-127 and 896-1023.
 # Used on the GPU machine's 16-CPU host (no Debian libraries there: run a
 # static build, e.g. `cmake -S . -B build-static -DLOCKSTEP_WASM=OFF
-# -DLOCKSTEP_BENCHMARKS=OFF -DCMAKE_EXE_LINKER_FLAGS=-static`).
+# -DLOCKSTEP_BENCHMARKS=OFF -DCMAKE_EXE_LINKER_FLAGS=-static
+# -DOPENSSL_USE_STATIC_LIBS=TRUE
+# -DOPENSSL_CRYPTO_LIBRARY=/usr/lib/x86_64-linux-gnu/libcrypto.a
+# -Dpkgcfg_lib_PCRE2_pcre2-8=/usr/lib/x86_64-linux-gnu/libpcre2-8.a`:
+# without the last three the link picks the shared libcrypto and pcre2).
 set -euo pipefail
 bin=${1:-build/lockstep}
 out=${2:-bench-results/scaling-$(date -u +%Y%m%dT%H%M%SZ)}
