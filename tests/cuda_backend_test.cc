@@ -49,51 +49,6 @@ std::unique_ptr<Gpt2Backend> Cuda(const ls_gpt2_config& c,
   return make_gpt2_backend("cuda", c, w.data(), w.size(), 1, max_prefix);
 }
 
-// The outputs of cached steps over all tokens and full passes over
-// `prefixes` (as tests/gpt2_backend_test.cc's RunTrace).
-struct Trace {
-  std::vector<std::vector<float>> step_logits;
-  std::vector<float> cache;
-  std::vector<std::vector<float>> infer_logits;
-};
-
-Trace RunTrace(Gpt2Backend& b, const ls_gpt2_config& c,
-               const std::vector<int32_t>& tokens,
-               const std::vector<int>& prefixes) {
-  Trace t;
-  const size_t row = ls_gpt2_cache_row_floats(&c);
-  t.cache.assign(tokens.size() * row, std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> logits(size_t(c.n_vocab));
-  for (size_t p = 0; p < tokens.size(); ++p) {
-    EXPECT_EQ(b.step(t.cache.data(), t.cache.size(), p * row, tokens[p],
-                     int32_t(p), logits.data()),
-              LS_OK)
-        << b.name() << " step at position " << p;
-    t.step_logits.push_back(logits);
-  }
-  for (int n : prefixes) {
-    EXPECT_EQ(b.infer(tokens.data(), n, logits.data()), LS_OK)
-        << b.name() << " infer over " << n;
-    t.infer_logits.push_back(logits);
-  }
-  return t;
-}
-
-void ExpectSameTrace(const Trace& got, const Trace& want,
-                     const std::string& what) {
-  ASSERT_EQ(got.step_logits.size(), want.step_logits.size());
-  for (size_t p = 0; p < want.step_logits.size(); ++p) {
-    EXPECT_TRUE(BytesEqual(got.step_logits[p], want.step_logits[p]))
-        << what << ": step logits at position " << p;
-  }
-  EXPECT_TRUE(BytesEqual(got.cache, want.cache)) << what << ": cache words";
-  ASSERT_EQ(got.infer_logits.size(), want.infer_logits.size());
-  for (size_t i = 0; i < want.infer_logits.size(); ++i) {
-    EXPECT_TRUE(BytesEqual(got.infer_logits[i], want.infer_logits[i]))
-        << what << ": infer logits, pass " << i;
-  }
-}
-
 // Floats whose bytes differ.
 size_t CountDifferent(const float* a, const float* b, size_t n) {
   size_t d = 0;
