@@ -2,12 +2,14 @@
 # The CUDA backend on the GPU machine, in one call (docs/cuda.md): build with
 # -DLOCKSTEP_CUDA=ON, check the object code (no FMA, no tensor-core
 # instruction in the binary32 kernels), run the byte-comparison tests
-# (tests/cuda_backend_test.cc), then the benchmark (cuda_bench: decode,
-# prefill, and the device's copy rate and non-FMA rate measured in the
-# same run), and Hugging Face transformers on the same GPU for comparison
-# (scripts/hf_gpu_bench.py). Everything goes to OUT_DIR: log.txt,
-# build.txt, tests.txt, bench.json, bench.txt, hf.json, machine.txt,
-# sass_check.txt.
+# (tests/cuda_backend_test.cc: binary32 and int8, the trained model), the
+# CLI on the GPU (`lockstep logits|generate --backend cuda` against
+# `--backend cpu`), then the benchmark (cuda_bench: binary32 and int8
+# decode and prefill, and the device's copy rate and non-FMA rate measured
+# in the same run), and Hugging Face transformers on the same GPU for
+# comparison (scripts/hf_gpu_bench.py). Everything goes to OUT_DIR:
+# log.txt, build.txt, tests.txt, cli.txt, bench.json, bench.txt, hf.json,
+# machine.txt, sass_check.txt (LOCKSTEP_SKIP_HF=1: no Hugging Face run).
 #   bash scripts/cuda.sh [OUT_DIR]
 # OUT_DIR defaults to $OUT (the device tool's folder) or
 # bench-results/cuda-<UTC time>.
@@ -99,14 +101,15 @@ if command -v cuobjdump >/dev/null; then
   # FFMA may appear only where a division or square root is expanded
   # (MUFU.RCP/RSQ refined by FFMA to the correctly rounded result);
   # HFMA2.MMA with RZ operands is ptxas's idiom for loading a constant.
-  # No HMMA/HGMMA/IMMA (tensor cores) anywhere.
+  # No HMMA/HGMMA/IMMA (tensor cores) anywhere. IDP.4A: the int8
+  # products' exact integer dot products (__dp4a).
   awk '/Function :/ {f=$3}
        /FFMA/ {ffma[f]++} /FMUL/ {fmul[f]++} /FADD/ {fadd[f]++}
        /MUFU.RCP|MUFU.RSQ/ {mufu[f]++} /HMMA|HGMMA|IMMA/ {mma[f]++}
-       /LDG/ {ldg[f]++}
+       /LDG/ {ldg[f]++} /IDP/ {idp[f]++}
        /Function :/ {seen[f]=1}
-       END {for (k in seen) printf "%-70s FMUL %5d FADD %5d FFMA %4d MUFU.RCP/RSQ %3d MMA %d LDG %d\n",
-            substr(k,1,70), fmul[k], fadd[k], ffma[k], mufu[k], mma[k], ldg[k]}' \
+       END {for (k in seen) printf "%-70s FMUL %5d FADD %5d FFMA %4d MUFU.RCP/RSQ %3d MMA %d LDG %d IDP %d\n",
+            substr(k,1,70), fmul[k], fadd[k], ffma[k], mufu[k], mma[k], ldg[k], idp[k]}' \
     "$out/sass.txt" | sort | tee "$out/sass_check.txt"
   echo "tensor-core instructions: $(grep -cE 'HMMA|HGMMA|IMMA' "$out/sass.txt")" |
     tee -a "$out/sass_check.txt"
@@ -120,8 +123,8 @@ run ./build-gpu/tests/cuda_backend_test --gtest_color=no 2>&1 |
   tee "$out/tests.txt"
 test_rc=${PIPESTATUS[0]}
 echo "cuda_backend_test exit code: $test_rc"
-# The same tests with the other decode products (same bits required).
-for v in 2 3; do
+# The same tests with each decode product alone (same bits required).
+for v in 1 2 3 4; do
   LOCKSTEP_CUDA_MATVEC=$v run ./build-gpu/tests/cuda_backend_test \
     --gtest_color=no --gtest_filter='CudaBackend.*:CudaGpt2_124M.*' 2>&1 |
     grep -E "^\[  (PASSED|FAILED) |differ|Failure" | sed "s/^/matvec $v: /" |
@@ -129,15 +132,46 @@ for v in 2 3; do
   [ "${PIPESTATUS[0]}" -eq 0 ] || test_rc=1
 done
 
+if [ "$test_rc" -ne 0 ] && command -v compute-sanitizer >/dev/null; then
+  echo "== compute-sanitizer on the small int8 tests (a test failed) =="
+  run timeout 90 compute-sanitizer --tool memcheck ./build-gpu/tests/cuda_backend_test \
+    --gtest_color=no --gtest_filter='CudaQ8.Small*:CudaQ8.Status*' 2>&1 |
+    grep -v "^\[ *RUN\|^\[ *OK" | head -40
+fi
+
 echo "== benchmark =="
 run ./build-gpu/cuda_bench --repeat 5 >"$out/bench.json" 2>"$out/bench.txt"
 bench_rc=$?
 cat "$out/bench.txt"
 echo "cuda_bench exit code: $bench_rc"
 
-echo "== Hugging Face transformers on the same GPU (eager, float32) =="
-PYTHONUNBUFFERED=1 timeout 120 python3 scripts/hf_gpu_bench.py >"$out/hf.json" &&
-  cat "$out/hf.json" || echo "hf_gpu_bench.py failed"
+echo "== the CLI on the GPU: --backend cuda against --backend cpu =="
+cmake --build build-gpu -j "$jobs" --target lockstep >>"$out/build.txt" 2>&1 ||
+  echo "cuda.sh: building lockstep failed (build.txt)"
+{
+  model=models/shakespeare-gpt2
+  toks=33676,4720,25,198,1,2,3,500,50256,7,11,13
+  for be in cuda cpu; do
+    run ./build-gpu/lockstep logits --model $model --tokens $toks \
+      --all-positions --backend $be --out "/tmp/cli-logits-$be.f32" ||
+      echo "logits --backend $be failed"
+    run ./build-gpu/lockstep generate --model $model --tokens 33676,4720,25 \
+      --generate 48 --backend $be >"/tmp/cli-gen-$be.txt" 2>&1 ||
+      echo "generate --backend $be failed"
+  done
+  cmp /tmp/cli-logits-cuda.f32 /tmp/cli-logits-cpu.f32 &&
+    echo "logits: $(stat -c %s /tmp/cli-logits-cuda.f32) bytes, cuda == cpu"
+  diff <(grep -v -i 'backend\|tok/s\|seconds\| ms' /tmp/cli-gen-cuda.txt) \
+    <(grep -v -i 'backend\|tok/s\|seconds\| ms' /tmp/cli-gen-cpu.txt) &&
+    echo "generate: same text on cuda and cpu"
+  cat /tmp/cli-gen-cuda.txt
+} 2>&1 | tee "$out/cli.txt"
+
+if [ -z "${LOCKSTEP_SKIP_HF:-}" ]; then
+  echo "== Hugging Face transformers on the same GPU (eager, float32) =="
+  PYTHONUNBUFFERED=1 timeout 120 python3 scripts/hf_gpu_bench.py >"$out/hf.json" &&
+    cat "$out/hf.json" || echo "hf_gpu_bench.py failed"
+fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv 2>&1 | tee -a "$out/machine.txt" || true
 [ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ]

@@ -4,7 +4,9 @@
 // cache word of cached steps, full-prefix passes and batched prefills, on
 // small seeded random configs, the Hugging Face fixture, the larger
 // GPT-2 block shapes and the full-size random 124M (128 contexts, and the
-// last positions of a 1,024-token context). Built only with LOCKSTEP_CUDA;
+// last positions of a 1,024-token context), the grouped int8 model against
+// the int8 reference (core/ls_gpt2_q8.c), and the trained model
+// (models/shakespeare-gpt2) in both. Built only with LOCKSTEP_CUDA;
 // every test skips where no CUDA device is found. Runs on the GPU machine
 // through scripts/cuda.sh.
 #include "backends/cuda/cuda_backend.h"
@@ -25,9 +27,12 @@
 
 #include "backends/backend.h"
 #include "formats/gpt2_checkpoint.h"
+#include "formats/gpt2_q8.h"
+#include "lockstep/error.h"
 #include "ls_arith.h"
 #include "ls_gpt2.h"
 #include "ls_gpt2_layout.h"
+#include "ls_gpt2_q8.h"
 #include "tests/gpt2_test_util.h"
 
 namespace {
@@ -475,6 +480,304 @@ TEST(CudaGpt2_124M, BytesEqualToTheCpuEngineAndReference) {
       "compared, %zu differ (%s vs %s)\n",
       logits_compared, logits_differ, words_compared, words_differ,
       gpu->name().c_str(), cpu->name().c_str());
+}
+
+// ------------------------------------------------------------- int8
+
+// core/ls_gpt2_q8.c behind the interface (the int8 reference, called
+// directly: the test depends on nothing but the core for its expectations).
+class Q8Reference final : public Gpt2Backend {
+ public:
+  Q8Reference(const ls_gpt2_config& c, const std::vector<uint8_t>& w)
+      : c_(c), w_(w.data()), bytes_(w.size()) {
+    scratch_.assign(std::max(ls_gpt2_step_scratch_floats(&c),
+                             ls_gpt2_infer_scratch_floats(&c, c.n_ctx)),
+                    0.0f);
+  }
+  std::string name() const override { return "int8 reference"; }
+  size_t extra_memory_bytes() const override { return 0; }
+  ls_status step(float* cache, size_t cap, size_t len, int32_t token,
+                 int32_t position, float* logits) override {
+    return ls_gpt2_q8_step(&c_, w_, bytes_, cache, cap, len, token, position,
+                           scratch_.data(), scratch_.size(), logits);
+  }
+  ls_status infer(const int32_t* tokens, int n, float* logits) override {
+    return ls_gpt2_q8_infer(&c_, w_, bytes_, tokens, n, scratch_.data(),
+                            scratch_.size(), logits);
+  }
+  ls_status prefill(float* cache, size_t cap, size_t len, const int32_t* tokens,
+                    int n, int32_t position, bool all, float* logits) override {
+    return ls_gpt2_q8_prefill(&c_, w_, bytes_, cache, cap, len, tokens, n,
+                              position, all ? 1 : 0, scratch_.data(),
+                              scratch_.size(), logits);
+  }
+
+ private:
+  ls_gpt2_config c_;
+  const uint8_t* w_;  // the vector's buffer (kept when the vector moves)
+  size_t bytes_;
+  std::vector<float> scratch_;
+};
+
+// The int8 backends of one quantized model: the reference and the GPU.
+struct Q8Pair {
+  std::vector<uint8_t> q8;
+  std::unique_ptr<Gpt2Backend> ref, gpu;
+};
+
+Q8Pair MakeQ8(const ls_gpt2_config& c, const float* plain, int max_prefix) {
+  Q8Pair p;
+  p.q8 = lockstep::quantize_gpt2_q8(c, plain);
+  p.ref = std::make_unique<Q8Reference>(c, p.q8);
+  p.gpu = lockstep::backends::make_cuda_q8_backend(c, p.q8.data(), p.q8.size(),
+                                                   max_prefix);
+  return p;
+}
+
+// Prefill in chunks of up to max_prefix (all positions' logits for most
+// chunks) over every token: each position's logits and the cache equal the
+// reference's cached steps in `want`.
+void ExpectChunkedPrefillEqualsSteps(Gpt2Backend& gpu, const ls_gpt2_config& c,
+                                     const std::vector<int32_t>& tokens,
+                                     int max_prefix, const Trace& want,
+                                     const std::string& what) {
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  std::vector<float> cache(tokens.size() * row, NAN);
+  std::vector<float> logits(size_t(max_prefix) * V, NAN);
+  const int sizes[] = {max_prefix, max_prefix / 2 + 1, 1, 7, max_prefix};
+  int pos = 0;
+  for (size_t i = 0; pos < int(tokens.size()); ++i) {
+    const int n =
+        std::min({sizes[i % 5], max_prefix, int(tokens.size()) - pos});
+    const bool all = i % 3 != 2;
+    ASSERT_EQ(gpu.prefill(cache.data(), cache.size(), size_t(pos) * row,
+                          tokens.data() + pos, n, pos, all, logits.data()),
+              LS_OK)
+        << what << ": chunk at " << pos;
+    for (int t = all ? 0 : n - 1; t < n; ++t) {
+      const float* got = logits.data() + (all ? size_t(t) * V : 0);
+      ASSERT_TRUE(BytesEqual(got, want.step_logits[size_t(pos + t)].data(), V))
+          << what << ": prefill logits at " << pos + t << " (chunk of " << n
+          << " at " << pos << ")";
+    }
+    pos += n;
+  }
+  EXPECT_TRUE(BytesEqual(cache, want.cache)) << what << ": prefill cache";
+}
+
+// Seeded random int8 models (n_embd 64-192: 1 to 3 groups per row, head
+// widths 16 and 64; vocabularies and contexts whose last §7.6 panel has an
+// odd width, so its words are not 4-byte aligned; 70 positions: more than
+// one 8-position block of the batched product): cached steps, full passes
+// and chunked prefills, every logit and cache word against the int8
+// reference.
+TEST(CudaQ8, SmallConfigsBytesEqualToTheInt8Reference) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config configs[] = {
+      {300, 24, 64, 4, 2},   // D = 16
+      {257, 70, 128, 2, 2},  // D = 64, last vocabulary panel 1 wide
+      {131, 37, 192, 3, 1},  // G = 3, wpe's panel 37 wide
+      {97, 20, 64, 1, 3},    // one head, three layers
+  };
+  uint64_t seed = 800;
+  for (const auto& c : configs) {
+    const auto w = lockstep::random_gpt2_weights(c, ++seed);
+    const auto tokens = RandomTokens(c, c.n_ctx, seed);
+    auto p = MakeQ8(c, w.data(), 16);
+    const std::string what =
+        p.gpu->name() + " n_embd " + std::to_string(c.n_embd);
+    const std::vector<int> prefixes = {1, 2, 9, std::min(16, c.n_ctx)};
+    const Trace want = RunTrace(*p.ref, c, tokens, prefixes);
+    ExpectSameTrace(RunTrace(*p.gpu, c, tokens, prefixes), want, what);
+    ExpectChunkedPrefillEqualsSteps(*p.gpu, c, tokens, 16, want, what);
+  }
+}
+
+// Hugging Face's fixture quantized: every position of both cases, cached,
+// full and prefilled.
+TEST(CudaQ8, HfFixtureEveryPositionBytesEqualToTheInt8Reference) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string dir = LOCKSTEP_SOURCE_DIR "/tests/data/hf-gpt2-A";
+  const lockstep::Gpt2Weights w = lockstep::load_gpt2(dir);
+  std::ifstream in(dir + "/cases.json");
+  const auto cases = nlohmann::json::parse(in)["cases"];
+  ASSERT_EQ(cases.size(), 2u);
+  auto p = MakeQ8(w.config, w.data(), 0);
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const std::vector<int32_t> ids = cases[ci]["input_ids"];
+    std::vector<int> prefixes;
+    for (int i = 1; i <= int(ids.size()); ++i) prefixes.push_back(i);
+    const std::string what = p.gpu->name() + " case " + std::to_string(ci);
+    const Trace want = RunTrace(*p.ref, w.config, ids, prefixes);
+    ExpectSameTrace(RunTrace(*p.gpu, w.config, ids, prefixes), want, what);
+    ExpectChunkedPrefillEqualsSteps(*p.gpu, w.config, ids, int(ids.size()),
+                                    want, what);
+  }
+}
+
+// The status codes of the int8 entries, and §7.2 step 1: a projection
+// input that is not finite (ln_1's gains at 3e38 make LayerNorm overflow)
+// gives status 10 from the step, the full pass and the prefill, as the
+// reference does.
+TEST(CudaQ8, StatusCodesAndNonFiniteInputsAreTheReferences) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = {50, 8, 64, 2, 1};
+  const auto w = lockstep::random_gpt2_weights(c, 5);
+  auto p = MakeQ8(c, w.data(), 4);
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  std::vector<float> cache(ls_gpt2_cache_floats(&c)), logits(50 * 8);
+  EXPECT_EQ(p.gpu->step(cache.data(), cache.size(), 0, 50, 0, logits.data()),
+            LS_ERR_TOKEN);
+  EXPECT_EQ(p.gpu->step(cache.data(), cache.size(), row, 1, 0, logits.data()),
+            LS_ERR_CACHE_LENGTH);
+  EXPECT_EQ(
+      p.gpu->step(cache.data(), cache.size(), 8 * row, 1, 8, logits.data()),
+      LS_ERR_POSITION);
+  const int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  EXPECT_EQ(p.gpu->infer(toks, 0, logits.data()), LS_ERR_EMPTY_SEQUENCE);
+  EXPECT_EQ(p.gpu->infer(toks, 9, logits.data()), LS_ERR_SEQUENCE_TOO_LONG);
+  EXPECT_EQ(p.gpu->infer(toks, 5, logits.data()), LS_ERR_SCRATCH);
+  EXPECT_EQ(p.gpu->infer(toks, 4, logits.data()), LS_OK);
+  EXPECT_EQ(p.gpu->prefill(cache.data(), cache.size(), 0, toks, 5, 0, false,
+                           logits.data()),
+            LS_ERR_SCRATCH);
+  EXPECT_THROW(lockstep::backends::make_cuda_q8_backend(c, p.q8.data(),
+                                                        p.q8.size() - 1, 0),
+               lockstep::Error);
+  const ls_gpt2_config odd = {50, 8, 40, 2, 1};  // n_embd not a multiple of 64
+  EXPECT_THROW(
+      lockstep::backends::make_cuda_q8_backend(odd, p.q8.data(), 1000, 0),
+      lockstep::Error);
+
+  auto bad = w;
+  const ls_gpt2_block b = ls_gpt2_block_offsets(&c, 0);
+  for (int i = 0; i < c.n_embd; ++i) bad[b.ln1_g + size_t(i)] = 3e38f;
+  auto q = MakeQ8(c, bad.data(), 4);
+  EXPECT_EQ(q.ref->step(cache.data(), cache.size(), 0, 5, 0, logits.data()),
+            LS_ERR_OUTPUT_NONFINITE);
+  EXPECT_EQ(q.gpu->step(cache.data(), cache.size(), 0, 5, 0, logits.data()),
+            LS_ERR_OUTPUT_NONFINITE);
+  EXPECT_EQ(q.gpu->infer(toks, 2, logits.data()), LS_ERR_OUTPUT_NONFINITE);
+  EXPECT_EQ(q.gpu->prefill(cache.data(), cache.size(), 0, toks, 3, 0, true,
+                           logits.data()),
+            LS_ERR_OUTPUT_NONFINITE);
+  // The same backend computes finite inputs afterwards (the flag is reset).
+  EXPECT_EQ(p.gpu->step(cache.data(), cache.size(), 0, 5, 0, logits.data()),
+            LS_OK);
+}
+
+// Full-size GPT-2 124M, random weights quantized, against the int8
+// reference (scalar, so fewer positions than the binary32 test): 64 cached
+// steps (every logit and cache word), one prefill of the same 64 tokens
+// (every position's logits and the cache), full passes over 1, 33 and 64
+// tokens, and a prefill of 40 positions then 24 steps in a second buffer.
+TEST(CudaQ8_124M, BytesEqualToTheInt8Reference) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = lockstep::kGpt2_124M;
+  const auto w = lockstep::random_gpt2_weights(c, 124);
+  const int n = 64;
+  const auto tokens = RandomTokens(c, n, 1240);
+  auto p = MakeQ8(c, w.data(), 512);
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  size_t logits_compared = 0, logits_differ = 0;
+  size_t words_compared = 0, words_differ = 0;
+  auto compare = [&](const float* got, const float* want, size_t k, bool lg,
+                     const std::string& what) {
+    const size_t d = CountDifferent(got, want, k);
+    (lg ? logits_compared : words_compared) += k;
+    (lg ? logits_differ : words_differ) += d;
+    EXPECT_TRUE(BytesEqual(got, want, k)) << what << " (" << d << " differ)";
+  };
+  const Trace want = RunTrace(*p.ref, c, tokens, {1, 33, 64});
+  const Trace got = RunTrace(*p.gpu, c, tokens, {1, 33, 64});
+  for (int t = 0; t < n; ++t) {
+    compare(got.step_logits[size_t(t)].data(),
+            want.step_logits[size_t(t)].data(), V, true,
+            "step logits at " + std::to_string(t));
+  }
+  compare(got.cache.data(), want.cache.data(), want.cache.size(), false,
+          "cache after 64 steps");
+  for (size_t i = 0; i < want.infer_logits.size(); ++i) {
+    compare(got.infer_logits[i].data(), want.infer_logits[i].data(), V, true,
+            "full pass " + std::to_string(i));
+  }
+  std::vector<float> cache(size_t(n) * row, NAN), logits(size_t(n) * V);
+  ASSERT_EQ(p.gpu->prefill(cache.data(), cache.size(), 0, tokens.data(), n, 0,
+                           true, logits.data()),
+            LS_OK);
+  for (int t = 0; t < n; ++t) {
+    compare(logits.data() + size_t(t) * V, want.step_logits[size_t(t)].data(),
+            V, true, "prefill logits at " + std::to_string(t));
+  }
+  compare(cache.data(), want.cache.data(), cache.size(), false,
+          "cache after the prefill");
+  std::vector<float> mixed(size_t(n) * row, NAN);
+  ASSERT_EQ(p.gpu->prefill(mixed.data(), mixed.size(), 0, tokens.data(), 40, 0,
+                           false, logits.data()),
+            LS_OK);
+  compare(logits.data(), want.step_logits[39].data(), V, true,
+          "prefill of 40, last logits");
+  for (int t = 40; t < n; ++t) {
+    ASSERT_EQ(p.gpu->step(mixed.data(), mixed.size(), size_t(t) * row,
+                          tokens[size_t(t)], t, logits.data()),
+              LS_OK);
+    compare(logits.data(), want.step_logits[size_t(t)].data(), V, true,
+            "step after the prefill at " + std::to_string(t));
+  }
+  compare(mixed.data(), want.cache.data(), mixed.size(), false,
+          "cache after prefill and steps");
+  std::printf(
+      "cuda int8 124M: %zu logits compared, %zu differ; %zu cache words "
+      "compared, %zu differ (%s vs %s)\n",
+      logits_compared, logits_differ, words_compared, words_differ,
+      p.gpu->name().c_str(), p.ref->name().c_str());
+}
+
+// ------------------------------------------------------------- trained
+
+// The shipped trained model (models/shakespeare-gpt2, n_embd 128, 4
+// layers, the full vocabulary): its prompts from reference.json followed
+// by seeded random tokens, 256 positions; binary32 against the CPU engine
+// and the reference, and quantized to int8 against the int8 reference:
+// cached steps, full passes and chunked prefills.
+TEST(CudaTrained, ShakespeareBytesEqualToTheCpuInBinary32AndInt8) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string dir = LOCKSTEP_SOURCE_DIR "/models/shakespeare-gpt2";
+  const lockstep::Gpt2Weights w = lockstep::load_gpt2(dir);
+  const ls_gpt2_config& c = w.config;
+  std::ifstream in(dir + "/reference.json");
+  const auto ref_json = nlohmann::json::parse(in);
+  std::vector<int32_t> tokens;
+  for (const auto& pr : ref_json["prompts"]) {
+    for (int id : pr["input_ids"]) tokens.push_back(id);
+  }
+  ASSERT_GT(tokens.size(), 3u);
+  const auto fill = RandomTokens(c, 256, 2026);
+  for (size_t i = tokens.size(); i < 256; ++i) tokens.push_back(fill[i]);
+  const std::vector<int> prefixes = {1, 3, 64, 255, 256};
+
+  auto cpu = make_gpt2_backend("cpu", c, w.data(), w.words(), 2, 256);
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.words(), 1, 0);
+  auto gpu = make_gpt2_backend("cuda", c, w.data(), w.words(), 1, 256);
+  const Trace want = RunTrace(*cpu, c, tokens, prefixes);
+  const std::vector<int32_t> head(tokens.begin(), tokens.begin() + 16);
+  ExpectSameTrace(RunTrace(*ref, c, head, {16}), RunTrace(*gpu, c, head, {16}),
+                  "trained: reference vs cuda");
+  ExpectSameTrace(RunTrace(*gpu, c, tokens, prefixes), want,
+                  "trained binary32: cuda vs " + cpu->name());
+  ExpectChunkedPrefillEqualsSteps(*gpu, c, tokens, 64, want,
+                                  "trained binary32 prefill");
+
+  auto p = MakeQ8(c, w.data(), 256);
+  const Trace want8 = RunTrace(*p.ref, c, tokens, prefixes);
+  ExpectSameTrace(RunTrace(*p.gpu, c, tokens, prefixes), want8,
+                  "trained int8: " + p.gpu->name());
+  ExpectChunkedPrefillEqualsSteps(*p.gpu, c, tokens, 64, want8,
+                                  "trained int8 prefill");
+  std::printf(
+      "cuda trained model: %zu positions x %d logits, binary32 and "
+      "int8, cached/full/prefill compared\n",
+      tokens.size(), c.n_vocab);
 }
 
 }  // namespace

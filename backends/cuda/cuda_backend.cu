@@ -15,9 +15,11 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/kernels.cuh"
+#include "backends/cuda/kernels_q8.cuh"
 #include "lockstep/error.h"
 #include "ls_gpt2.h"
 #include "ls_gpt2_layout.h"
+#include "ls_gpt2_q8.h"
 
 namespace lockstep::backends {
 namespace {
@@ -47,7 +49,19 @@ class CudaBackend final : public Gpt2Backend {
               int max_prefix, ls_gpt2_layout layout)
       : c_(c), positions_(positions_for(c, max_prefix)) {
     try {
-      init(weights, words, layout);
+      init(weights, words, layout, nullptr, 0);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  // Grouped int8 weights (core/ls_gpt2_q8.h, docs/arithmetic.md §7):
+  // ls_gpt2_q8_bytes(c) bytes, copied to the device as they are.
+  CudaBackend(const ls_gpt2_config& c, const uint8_t* weights, size_t bytes,
+              int max_prefix)
+      : c_(c), positions_(positions_for(c, max_prefix)), q8_(true) {
+    try {
+      init(nullptr, 0, LS_GPT2_LAYOUT_PLAIN, weights, bytes);
     } catch (...) {
       release();
       throw;
@@ -56,8 +70,8 @@ class CudaBackend final : public Gpt2Backend {
   ~CudaBackend() override { release(); }
 
   std::string name() const override {
-    return "cuda (" + device_name_ +
-           (matvec_ != 1 ? ", matvec " + std::to_string(matvec_) : "") +
+    return "cuda (" + device_name_ + (q8_ ? ", int8" : "") +
+           (!q8_ && matvec_ != 0 ? ", matvec " + std::to_string(matvec_) : "") +
            (graph_exec_ ? "" : ", no graph") + ")";
   }
   size_t extra_memory_bytes() const override { return device_bytes_; }
@@ -242,7 +256,8 @@ class CudaBackend final : public Gpt2Backend {
   }
 
  private:
-  void init(const float* weights, size_t words, ls_gpt2_layout layout) {
+  void init(const float* weights, size_t words, ls_gpt2_layout layout,
+            const uint8_t* q8_weights, size_t q8_bytes) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
       cudaGetLastError();
@@ -256,16 +271,25 @@ class CudaBackend final : public Gpt2Backend {
 
     const size_t C = size_t(c_.n_embd), P = size_t(positions_);
     const size_t V = size_t(c_.n_vocab);
-    std::vector<float> plain;
-    const float* src = weights;
-    if (layout == LS_GPT2_LAYOUT_PANEL64) {
-      plain.resize(words);
-      ls_gpt2_from_panels(&c_, weights, plain.data());
-      src = plain.data();
+    if (q8_) {
+      d_wq_ = alloc<uint8_t>(q8_bytes);
+      LS_CUDA(cudaMemcpy(d_wq_, q8_weights, q8_bytes, cudaMemcpyHostToDevice));
+      d_qx_ = alloc<int8_t>(P * 4 * C);
+      d_sx_ = alloc<float>(P * 4 * C / size_t(cuda::kQ8Group));
+      d_bad_ = alloc<int>(P);
+      set_q8_smem();
+    } else {
+      std::vector<float> plain;
+      const float* src = weights;
+      if (layout == LS_GPT2_LAYOUT_PANEL64) {
+        plain.resize(words);
+        ls_gpt2_from_panels(&c_, weights, plain.data());
+        src = plain.data();
+      }
+      d_w_ = alloc<float>(words);
+      LS_CUDA(
+          cudaMemcpy(d_w_, src, words * sizeof(float), cudaMemcpyHostToDevice));
     }
-    d_w_ = alloc<float>(words);
-    LS_CUDA(
-        cudaMemcpy(d_w_, src, words * sizeof(float), cudaMemcpyHostToDevice));
     d_cache_ = alloc<float>(ls_gpt2_cache_floats(&c_));
     samples_.assign(size_t(c_.n_ctx) * 2 * kSample, 0.0f);
     d_xs_ = alloc<float>(P * C);
@@ -299,18 +323,21 @@ class CudaBackend final : public Gpt2Backend {
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(attention_smem_)));
     }
-    if (size_t(c_.n_embd) * sizeof(float) > 48 * 1024) {
+    if (!q8_ && size_t(c_.n_embd) * sizeof(float) > 48 * 1024) {
       set_matvec_smem<cuda::kQkv>();
       set_matvec_smem<cuda::kGelu>();
     }
     LS_CUDA(cudaDeviceSynchronize());
 
     // The decode product's version (docs/cuda.md): 1 (one block per output
-    // slice; the default, fastest measured over a whole step), 2 (1 with x
-    // in shared memory and double-buffered loads) or 3 (split over the
-    // §2.1 blocks), by LOCKSTEP_CUDA_MATVEC. Same bits in each.
+    // slice), 2 (1 with x in shared memory and double-buffered loads) or 3
+    // (split over the §2.1 blocks) or 4 (3 everywhere, the LayerNorm of
+    // the products that follow one computed once by its own launch), by
+    // LOCKSTEP_CUDA_MATVEC; the default (0) is 3 for the products without
+    // LayerNorm whose K exceeds N (the MLP's second projection) and 1 for
+    // the others. Same bits in each.
     const char* mv = std::getenv("LOCKSTEP_CUDA_MATVEC");
-    if (mv && mv[0] >= '1' && mv[0] <= '3' && mv[1] == 0) matvec_ = mv[0] - '0';
+    if (mv && mv[0] >= '0' && mv[0] <= '4' && mv[1] == 0) matvec_ = mv[0] - '0';
     const char* g = std::getenv("LOCKSTEP_CUDA_GRAPH");
     if (!(g && std::strcmp(g, "0") == 0)) capture_step();
   }
@@ -416,7 +443,17 @@ class CudaBackend final : public Gpt2Backend {
     const float* g = d_w_ + ln_g;
     const float* gb = d_w_ + ln_b;
     const size_t row = ls_gpt2_cache_row_floats(&c_);
-    if (n == 1 && matvec_ == 3 && size_t(K) * sizeof(float) <= 48 * 1024) {
+    if (n == 1 && matvec_ == 4 && ln &&
+        size_t(K) * sizeof(float) <= 48 * 1024) {
+      // Version 4: LayerNorm once (one block) into d_hs_, then the split
+      // product on it, so that no thread block recomputes it.
+      layernorm(x, ln_g, ln_b, 1, d_hs_);
+      product<kEpi>(d_hs_, false, 0, 0, w_off, b_off, n, K, N, y, kv);
+      return;
+    }
+    const bool v3 =
+        matvec_ == 3 || matvec_ == 4 || (matvec_ == 0 && !ln && K > N);
+    if (n == 1 && v3 && size_t(K) * sizeof(float) <= 48 * 1024) {
       const int nb = K % 16 == 0 ? 16 : 1;
       const size_t smem = size_t(ln ? K : K / nb) * sizeof(float);
       const dim3 grid(ceil_div(N, cuda::kV3Cols), nb);
@@ -513,6 +550,10 @@ class CudaBackend final : public Gpt2Backend {
   // cache and attention reads the cache; without (the full pass), it reads
   // this layer's q|k|v.
   void enqueue_layers(int n, bool with_cache) {
+    if (q8_) {
+      enqueue_layers_q8(n, with_cache);
+      return;
+    }
     const int C = c_.n_embd, D = C / c_.n_head;
     const size_t row = ls_gpt2_cache_row_floats(&c_);
     cuda::embed_kernel<<<n, 256, 0, stream_>>>(d_w_, ls_gpt2_wpe_offset(&c_), C,
@@ -541,11 +582,136 @@ class CudaBackend final : public Gpt2Backend {
 
   // §6 output for position `t` of the pass: LayerNorm(ln_f), logits.
   void enqueue_final(int t) {
+    if (q8_) {
+      enqueue_final_q8(t);
+      return;
+    }
     const size_t lnf = ls_gpt2_lnf_offset(&c_);
     layernorm(d_xs_ + size_t(t) * c_.n_embd, lnf, lnf + c_.n_embd, 1, d_hf_);
     cuda::logits_kernel<<<ceil_div(c_.n_vocab, 16), 256, 0, stream_>>>(
         d_hf_, d_w_, c_.n_embd, c_.n_vocab, d_logits_, d_flag_);
     launched("logits");
+  }
+
+  // ------------------------------------------------------------ int8
+  // The int8 product's shared memory above 48 KB (kP 8 and K = 4C >= 2,560
+  // bytes of qx plus the t[g] terms) needs the raised limit, and the
+  // quantization's K floats above 48 KB too (n_embd > 3,072).
+  void set_q8_smem() {
+    const auto attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    const int K = 4 * c_.n_embd;
+    const int big = int(cuda::q8_matmul_smem(8, K));
+    if (big > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<8, cuda::kQkv>, attr,
+                                   big));
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<8, cuda::kGelu>, attr,
+                                   big));
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<8, cuda::kResidual>,
+                                   attr, big));
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<8, cuda::kLogitsQ8>,
+                                   attr, big));
+    }
+    const int one = int(cuda::q8_matmul_smem(1, K));
+    if (one > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<1, cuda::kQkv>, attr,
+                                   one));
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<1, cuda::kGelu>, attr,
+                                   one));
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<1, cuda::kResidual>,
+                                   attr, one));
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<1, cuda::kLogitsQ8>,
+                                   attr, one));
+    }
+    const int qs = K * int(sizeof(float));
+    if (qs > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::quantize_q8_kernel<true>, attr, qs));
+      LS_CUDA(cudaFuncSetAttribute(cuda::quantize_q8_kernel<false>, attr, qs));
+    }
+  }
+
+  const float* q8_floats(size_t byte_offset) const {
+    return reinterpret_cast<const float*>(d_wq_ + byte_offset);
+  }
+
+  // §7.2 for the n rows of x [n][K] into d_qx_, d_sx_, d_bad_; with ln_g
+  // (byte offsets of LayerNorm's gain and bias), LayerNorm first.
+  void quantize_q8(const float* x, bool ln, size_t ln_g, size_t ln_b, int n,
+                   int K) {
+    const size_t smem = size_t(K) * sizeof(float);
+    if (ln) {
+      cuda::quantize_q8_kernel<true><<<n, 256, smem, stream_>>>(
+          x, q8_floats(ln_g), q8_floats(ln_b), K, d_qx_, d_sx_, d_bad_);
+    } else {
+      cuda::quantize_q8_kernel<false><<<n, 256, smem, stream_>>>(
+          x, nullptr, nullptr, K, d_qx_, d_sx_, d_bad_);
+    }
+    launched("quantize", K, n);
+  }
+
+  // §7.3 over the n quantized rows: M at byte offset w_off, bias at b_off
+  // (SIZE_MAX: none, the head). One position: kP 1, a warp per group (up
+  // to 16); more: kP 8 positions per block, 16 warps.
+  template <int kEpi>
+  void product_q8(size_t w_off, size_t b_off, int n, int K, int N, float* y,
+                  float* kv) {
+    const uint8_t* m = d_wq_ + w_off;
+    const float* bias = b_off == SIZE_MAX ? nullptr : q8_floats(b_off);
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    const int G = K / cuda::kQ8Group;
+    if (n == 1) {
+      const int warps = std::min(16, G);
+      cuda::q8_matmul_kernel<1, kEpi><<<ceil_div(N, cuda::kQ8Cols), 32 * warps,
+                                        cuda::q8_matmul_smem(1, K), stream_>>>(
+          d_qx_, d_sx_, d_bad_, m, bias, 1, K, N, y, kv, row, d_info_, d_flag_);
+    } else {
+      const dim3 grid(ceil_div(N, cuda::kQ8Cols), ceil_div(n, 8));
+      cuda::q8_matmul_kernel<8, kEpi>
+          <<<grid, 512, cuda::q8_matmul_smem(8, K), stream_>>>(
+              d_qx_, d_sx_, d_bad_, m, bias, n, K, N, y, kv, row, d_info_,
+              d_flag_);
+    }
+    launched("q8 product", K, N);
+  }
+
+  // §7 over the n positions of d_info_ (enqueue_layers's int8 twin): the
+  // embeddings dequantized, then per block the four projections on int8
+  // inputs quantized per position, attention and the rest in binary32.
+  void enqueue_layers_q8(int n, bool with_cache) {
+    const int C = c_.n_embd, D = C / c_.n_head;
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    cuda::embed_q8_kernel<<<n, 256, 0, stream_>>>(
+        d_wq_, d_wq_ + ls_gpt2_q8_wpe_offset(&c_), C, c_.n_vocab, c_.n_ctx,
+        d_info_, d_xs_, d_flag_);
+    launched("embed q8");
+    for (int l = 0; l < c_.n_layer; ++l) {
+      const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(&c_, l);
+      float* kv = with_cache ? d_cache_ + size_t(l) * 2 * C : nullptr;
+      quantize_q8(d_xs_, true, b.ln1_g, b.ln1_b, n, C);
+      product_q8<cuda::kQkv>(b.attn_w, b.attn_b, n, C, 3 * C, d_qkvs_, kv);
+      const float* keys = with_cache ? kv : d_qkvs_ + C;
+      const float* values = with_cache ? kv + C : d_qkvs_ + 2 * C;
+      const size_t stride = with_cache ? row : size_t(3 * C);
+      cuda::attention_kernel<<<dim3(c_.n_head, n), cuda::kAttnThreads,
+                               attention_smem_, stream_>>>(
+          d_qkvs_, keys, values, stride, C, D, c_.n_ctx, d_info_, d_as_);
+      launched("attention");
+      quantize_q8(d_as_, false, 0, 0, n, C);
+      product_q8<cuda::kResidual>(b.proj_w, b.proj_b, n, C, C, d_xs_, nullptr);
+      quantize_q8(d_xs_, true, b.ln2_g, b.ln2_b, n, C);
+      product_q8<cuda::kGelu>(b.fc_w, b.fc_b, n, C, 4 * C, d_fs_, nullptr);
+      quantize_q8(d_fs_, false, 0, 0, n, 4 * C);
+      product_q8<cuda::kResidual>(b.out_w, b.out_b, n, 4 * C, C, d_xs_,
+                                  nullptr);
+    }
+  }
+
+  // §7.4's head for position t: ln_f, quantized, times wte^T (no bias).
+  void enqueue_final_q8(int t) {
+    const size_t lnf = ls_gpt2_q8_lnf_offset(&c_);
+    const size_t C = size_t(c_.n_embd);
+    quantize_q8(d_xs_ + size_t(t) * C, true, lnf, lnf + 4 * C, 1, c_.n_embd);
+    product_q8<cuda::kLogitsQ8>(0, SIZE_MAX, 1, c_.n_embd, c_.n_vocab,
+                                d_logits_, nullptr);
   }
 
   // Copies back the flag, the logits (unless null) and the n cache rows
@@ -633,7 +799,12 @@ class CudaBackend final : public Gpt2Backend {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   size_t attention_smem_ = 0;
-  int matvec_ = 1;  // LOCKSTEP_CUDA_MATVEC
+  int matvec_ = 0;   // LOCKSTEP_CUDA_MATVEC (0: 3 or 1 by shape)
+  bool q8_ = false;  // grouped int8 weights (d_wq_)
+  uint8_t* d_wq_ = nullptr;
+  int8_t* d_qx_ = nullptr;  // a projection's quantized inputs [n][K]
+  float* d_sx_ = nullptr;   // their scales [n][K / 64]
+  int* d_bad_ = nullptr;    // per position: an input was not finite
   // profile_step: the events after each launch, with their labels.
   std::vector<std::pair<std::string, cudaEvent_t>>* marks_ = nullptr;
   float* d_w_ = nullptr;
@@ -668,6 +839,21 @@ std::unique_ptr<Gpt2Backend> make_cuda_backend(const ls_gpt2_config& c,
                                                size_t words, int max_prefix,
                                                ls_gpt2_layout layout) {
   return std::make_unique<CudaBackend>(c, weights, words, max_prefix, layout);
+}
+
+std::unique_ptr<Gpt2Backend> make_cuda_q8_backend(const ls_gpt2_config& c,
+                                                  const uint8_t* weights,
+                                                  size_t bytes,
+                                                  int max_prefix) {
+  if (!ls_gpt2_q8_config_valid(&c)) {
+    throw Error("GPT-2 int8 backend: invalid config");
+  }
+  if (!weights || bytes != ls_gpt2_q8_bytes(&c)) {
+    throw Error("GPT-2 int8 backend: " + std::to_string(bytes) +
+                " bytes of weights, the config needs " +
+                std::to_string(ls_gpt2_q8_bytes(&c)));
+  }
+  return std::make_unique<CudaBackend>(c, weights, bytes, max_prefix);
 }
 
 bool cuda_device_available() {

@@ -27,6 +27,16 @@ std::unique_ptr<Gpt2Backend> make_cuda_backend(const ls_gpt2_config& c,
                                                size_t words, int max_prefix,
                                                ls_gpt2_layout layout);
 
+// Grouped int8 GPT-2 (core/ls_gpt2_q8.h, docs/arithmetic.md §7) on the
+// device, with the bits of the int8 reference (core/ls_gpt2_q8.c):
+// `weights` are ls_gpt2_q8_bytes(c) bytes checked by the loader
+// (load_gpt2_q8), copied to the device once. Throws lockstep::Error for an
+// invalid config, a wrong byte count, no usable device or too little
+// device memory.
+std::unique_ptr<Gpt2Backend> make_cuda_q8_backend(const ls_gpt2_config& c,
+                                                  const uint8_t* weights,
+                                                  size_t bytes, int max_prefix);
+
 // True when a CUDA device can be used (a driver and at least one device).
 bool cuda_device_available();
 // "NVIDIA H200" or "" when none.

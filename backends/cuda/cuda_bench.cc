@@ -6,11 +6,15 @@
 //  - decode through the interface (logits and the new cache row copied back
 //    to the host each step) at positions 0-127 and 896-1023, the device
 //    time of one step alone (graph replay, no copies) at 0 and 1023, and
-//    decode without the CUDA graph (LOCKSTEP_CUDA_GRAPH=0) and with the
-//    the other decode products (LOCKSTEP_CUDA_MATVEC=2, 3);
+//    decode without the CUDA graph (LOCKSTEP_CUDA_GRAPH=0) and with each
+//    decode product alone (LOCKSTEP_CUDA_MATVEC=1, 2, 3, 4; the default
+//    mixes 1 and 3);
 //  - time to first token: the batched prefill of 128 and 512 tokens into
 //    an empty cache (through the interface, and the kernels alone), and
-//    the full-prefix pass over 128.
+//    the full-prefix pass over 128;
+//  - the same weights quantized to grouped int8 (docs/int8.md): decode,
+//    the device step, kernel by kernel, and prefill, against the int8
+//    floor (every weight byte read once per token at the copy rate).
 // Seeded random weights (seed 20261130, as `lockstep bench`), random
 // tokens. Prints JSON (stdout) and a table (stderr).
 //   cuda_bench [--repeat N]
@@ -26,6 +30,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_backend.h"
 #include "formats/gpt2_checkpoint.h"
+#include "formats/gpt2_q8.h"
 #include "lockstep/error.h"
 #include "ls_sampler.h"
 
@@ -174,7 +179,7 @@ int run(int repeat) {
   be.reset();
 
   // The other decode products (LOCKSTEP_CUDA_MATVEC=2, 3), graph on.
-  for (const char* v : {"2", "3"}) {
+  for (const char* v : {"1", "2", "3", "4"}) {
     setenv("LOCKSTEP_CUDA_MATVEC", v, 1);
     auto b = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 16);
     const std::string k = std::string("matvec") + v;
@@ -197,6 +202,68 @@ int run(int repeat) {
   out["decode_no_graph_tokens_per_s_pos0_127"] = median(plain_runs);
   unsetenv("LOCKSTEP_CUDA_GRAPH");
 
+  // Grouped int8: the same weights quantized (docs/int8.md).
+  std::fprintf(stderr, "cuda_bench: int8\n");
+  try {
+    const std::vector<uint8_t> q8 = lockstep::quantize_gpt2_q8(c, w.data());
+    const double q8_floor = bw / double(q8.size());
+    out["q8_weights_bytes"] = q8.size();
+    out["q8_decode_floor_tokens_per_s"] = q8_floor;
+    auto qb =
+        lockstep::backends::make_cuda_q8_backend(c, q8.data(), q8.size(), 512);
+    out["q8_backend_name"] = qb->name();
+    decode(*qb, 0);
+    std::vector<double> runs, long_q8;
+    for (int r = 0; r < repeat; ++r) runs.push_back(decode(*qb, 0));
+    for (int p = span; p < c.n_ctx - span; ++p) {
+      check(qb->step(cache.data(), cache.size(), size_t(p) * row,
+                     tokens[size_t(p)], p, logits.data()),
+            "q8 fill");
+    }
+    for (int r = 0; r < repeat; ++r) {
+      long_q8.push_back(decode(*qb, c.n_ctx - span));
+    }
+    out["q8_decode_tokens_per_s_pos0_127"] = median(runs);
+    out["q8_decode_tokens_per_s_pos896_1023"] = median(long_q8);
+    out["q8_decode_vs_floor_pos0_127"] = median(runs) / q8_floor;
+    const double q0 = cu::device_step_seconds(*qb, 0, tokens[0], 50);
+    const double q1 = cu::device_step_seconds(*qb, 1023, tokens[1023], 50);
+    out["q8_device_step_ms_pos0"] = q0 * 1e3;
+    out["q8_device_step_ms_pos1023"] = q1 * 1e3;
+    out["q8_device_step_vs_floor_pos0"] = (1 / q0) / q8_floor;
+    std::vector<std::vector<std::pair<std::string, double>>> prof_runs;
+    for (int r = 0; r < 6; ++r) {
+      auto p = cu::profile_step(*qb, 0, tokens[0]);
+      if (r > 0) prof_runs.push_back(p);
+    }
+    nlohmann::json prof = nlohmann::json::object();
+    for (size_t i = 0; i < prof_runs[0].size(); ++i) {
+      std::vector<double> v;
+      for (const auto& r : prof_runs) v.push_back(r[i].second);
+      prof[prof_runs[0][i].first] = median(v);
+    }
+    out["q8_profile_ms_pos0"] = prof;
+    for (int n : {128, 512}) {
+      std::vector<double> pr;
+      for (int r = 0; r <= repeat; ++r) {
+        const auto t0 = Clock::now();
+        check(qb->prefill(cache.data(), cache.size(), 0, tokens.data(), n, 0,
+                          false, logits.data()),
+              "q8 prefill");
+        if (r > 0) pr.push_back(seconds_since(t0));
+      }
+      const std::string k = std::to_string(n);
+      out["q8_ttft_prefill_s_" + k] = median(pr);
+      out["q8_prefill_" + k + "_tokens_per_s"] = n / median(pr);
+      out["q8_device_prefill_s_" + k] =
+          cu::device_prefill_seconds(*qb, tokens.data(), n, repeat);
+    }
+  } catch (const std::exception& e) {
+    // The binary32 results above are still printed.
+    out["q8_error"] = e.what();
+    std::fprintf(stderr, "cuda_bench: int8: %s\n", e.what());
+  }
+
   std::printf("%s\n", out.dump(2).c_str());
   for (const char* k : {"copy_bandwidth_gbps",
                         "decode_floor_tokens_per_s",
@@ -208,10 +275,14 @@ int run(int repeat) {
                         "device_step_ms_pos1023",
                         "device_step_vs_floor_pos0",
                         "decode_no_graph_tokens_per_s_pos0_127",
+                        "matvec1_decode_tokens_per_s_pos0_127",
+                        "matvec1_device_step_ms_pos0",
                         "matvec2_decode_tokens_per_s_pos0_127",
                         "matvec2_device_step_ms_pos0",
                         "matvec3_decode_tokens_per_s_pos0_127",
                         "matvec3_device_step_ms_pos0",
+                        "matvec4_decode_tokens_per_s_pos0_127",
+                        "matvec4_device_step_ms_pos0",
                         "ttft_prefill_s_128",
                         "ttft_prefill_s_512",
                         "prefill_512_tokens_per_s",
@@ -219,10 +290,25 @@ int run(int repeat) {
                         "prefill_512_vs_nonfma_peak",
                         "device_prefill_s_512",
                         "device_prefill_512_vs_nonfma_peak",
-                        "infer128_s"}) {
-    std::fprintf(stderr, "%-40s %14.4f\n", k, out[k].get<double>());
+                        "infer128_s",
+                        "q8_decode_floor_tokens_per_s",
+                        "q8_decode_tokens_per_s_pos0_127",
+                        "q8_decode_vs_floor_pos0_127",
+                        "q8_decode_tokens_per_s_pos896_1023",
+                        "q8_device_step_ms_pos0",
+                        "q8_device_step_ms_pos1023",
+                        "q8_device_step_vs_floor_pos0",
+                        "q8_ttft_prefill_s_128",
+                        "q8_ttft_prefill_s_512",
+                        "q8_prefill_512_tokens_per_s",
+                        "q8_device_prefill_s_512"}) {
+    if (out.contains(k)) {
+      std::fprintf(stderr, "%-40s %14.4f\n", k, out[k].get<double>());
+    }
   }
-  for (const char* k : {"profile_ms_pos0", "profile_ms_pos1023"}) {
+  for (const char* k :
+       {"profile_ms_pos0", "profile_ms_pos1023", "q8_profile_ms_pos0"}) {
+    if (!out.contains(k)) continue;
     std::fprintf(stderr, "%s (kernel by kernel, no graph):\n", k);
     for (const auto& [label, ms] : out[k].items()) {
       std::fprintf(stderr, "  %-36s %10.4f ms\n", label.c_str(),
