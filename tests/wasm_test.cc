@@ -7,19 +7,24 @@
 // SHA-256 differs from the recorded one is refused. Issue 8: the module's
 // batched prefill gives the bytes of stepping and of the native
 // Gpt2Session::prefill, from an empty or a partly filled cache, in chunks,
-// last-position and every-position logits, and the cache words.
+// last-position and every-position logits, and the cache words. Issue 9:
+// the module's int8 entries (docs/arithmetic.md §7) give the native int8
+// reference's bytes, cached step, full-prefix and prefill, in both modules.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "formats/gpt2_checkpoint.h"
+#include "formats/gpt2_q8.h"
+#include "formats/sha256.h"
 #include "hosts/native/wasm_host.h"
 #include "lockstep/error.h"
 #include "lockstep/gpt2.h"
@@ -165,12 +170,24 @@ struct PackedGpt2 {
 // Runs `contexts` through the module and the native engine: the cached
 // step's logits at every position and the cache after the last, then the
 // full-prefix pass of every prefix that `full_prefixes` selects.
+// The native session's view of loaded weights, binary32 or int8.
+Gpt2View ViewOf(const Gpt2Weights& w) {
+  return {w.config, w.data(), w.words(), w.layout, w.q8_data(), w.q8_bytes()};
+}
+
+// `native_backend`: "cpu" for binary32 (held to the reference's bits by
+// tests/gpt2_backend_test.cc); "reference", the scalar int8 reference
+// (core/ls_gpt2_q8.c), for int8. `module` / `module_sha256` empty: the
+// SIMD module.
 void CompareGpt2(const std::string& file, const Gpt2Weights& w,
                  const std::vector<std::vector<int32_t>>& contexts,
-                 bool every_full_prefix) {
+                 bool every_full_prefix,
+                 const std::string& native_backend = "cpu",
+                 const std::string& module = {},
+                 const std::string& module_sha256 = {}) {
   const ls_gpt2_config& c = w.config;
-  WasmHost host(file);
-  Gpt2Session native({c, w.data(), w.words(), w.layout}, {"cpu", 2, c.n_ctx});
+  WasmHost host(file, {module, module_sha256, 0});
+  Gpt2Session native(ViewOf(w), {native_backend, 2, c.n_ctx});
   for (size_t ci = 0; ci < contexts.size(); ++ci) {
     const auto& tokens = contexts[ci];
     SCOPED_TRACE("context " + std::to_string(ci));
@@ -275,6 +292,7 @@ TEST(WasmGpt2, BadTokensAndPositionsAreErrors) {
 struct PrefillRun {
   int max_prefix = 0;
   std::string module, module_sha256;
+  std::string native_backend = "cpu";  // "reference" for int8
 };
 
 void ComparePrefill(const std::string& file, const Gpt2Weights& w,
@@ -282,8 +300,7 @@ void ComparePrefill(const std::string& file, const Gpt2Weights& w,
                     const PrefillRun& run = {}) {
   const ls_gpt2_config& c = w.config;
   WasmHost host(file, {run.module, run.module_sha256, run.max_prefix});
-  Gpt2Session native({c, w.data(), w.words(), w.layout},
-                     {"cpu", 2, run.max_prefix});
+  Gpt2Session native(ViewOf(w), {run.native_backend, 2, run.max_prefix});
   const size_t V = size_t(c.n_vocab);
   for (size_t ci = 0; ci < contexts.size(); ++ci) {
     const auto& tokens = contexts[ci];
@@ -408,7 +425,10 @@ TEST(WasmPrefill, TinyConfigsMatchSteppingAndNativePrefill) {
     // A session sized for 4-position calls: the host and the native
     // session run longer prompts in chunks of 4.
     ComparePrefill(m->p.file.string(), m->w, {contexts.back()},
-                   {.max_prefix = 4, .module = {}, .module_sha256 = {}});
+                   {.max_prefix = 4,
+                    .module = {},
+                    .module_sha256 = {},
+                    .native_backend = "cpu"});
   }
 }
 
@@ -447,7 +467,8 @@ TEST(WasmPrefill, ScalarModuleMatchesStepping) {
                  {RandomTokens(ts, 11, 97), RandomTokens(ts, 48, 97)},
                  {.max_prefix = 0,
                   .module = scalar,
-                  .module_sha256 = wasm_scalar_module_sha256()});
+                  .module_sha256 = wasm_scalar_module_sha256(),
+                  .native_backend = "cpu"});
 }
 
 TEST(WasmPrefill, HuggingFaceFixtureMatchesSteppingAndNativePrefill) {
@@ -523,6 +544,187 @@ TEST(WasmPrefill, BadInputIsAnErrorAndConsumesNothing) {
   ASSERT_EQ(cache.size(), want_cache.size() * sizeof(float));
   EXPECT_TRUE(SameBytes(cache.data(), want_cache.data(), cache.size(), 4));
   EXPECT_THROW(host.prefill(ok), Error);  // the context is full
+  ExpectMemoryUnchanged(host);
+}
+
+// ---------------------------------------------------------------- int8
+// Issue 9: the module's int8 entries (gpt2_q8_plan, then cachedStep, infer
+// and prefill; wasm/q8_simd.c's product in the SIMD module, core/ls_q8.c's
+// in the scalar one) against the native int8 reference (core/ls_gpt2_q8.c
+// through Gpt2Session "reference"): every logit and cache word by memcmp.
+
+// An int8 file quantized from seeded random binary32 weights.
+std::unique_ptr<RandomGpt2> MakeRandomQ8(const ls_gpt2_config& c, uint64_t seed,
+                                         const std::string& name) {
+  auto r = std::make_unique<RandomGpt2>();
+  r->p.dir = fs::temp_directory_path() /
+             ("lockstep_wasm_q8_" + name + "_" + std::to_string(getpid()));
+  fs::create_directories(r->p.dir);
+  r->p.file = r->p.dir / (name + ".lockstep");
+  const std::vector<float> weights = random_gpt2_weights(c, seed);
+  write_gpt2_q8(
+      r->p.file.string(), c, weights.data(),
+      {{"source", "tests/wasm_test.cc, seed " + std::to_string(seed)}});
+  r->w = load_gpt2_q8(r->p.file.string());
+  return r;
+}
+
+PrefillRun Q8Run(const std::string& module = {},
+                 const std::string& module_sha256 = {}, int max_prefix = 0) {
+  return {.max_prefix = max_prefix,
+          .module = module,
+          .module_sha256 = module_sha256,
+          .native_backend = "reference"};
+}
+
+std::string ScalarModule() {
+  return fs::path(wasm_module_path()).parent_path() / "lockstep-scalar.wasm";
+}
+
+// Both cases of the fixture, quantized by `lockstep convert --quant int8`'s
+// code: cached steps, the cache and the full-prefix pass of every prefix,
+// then the prefill comparisons (with a whole context of 128 positions: more
+// than the 32 logits rows of one call), in both modules.
+TEST(WasmQ8, HuggingFaceFixtureMatchesNativeInt8Reference) {
+  const std::string hf = kSource + "/tests/data/hf-gpt2-A";
+  PackedGpt2 p;
+  p.dir = fs::temp_directory_path() /
+          ("lockstep_wasm_q8_hf_" + std::to_string(getpid()));
+  fs::create_directories(p.dir);
+  p.file = p.dir / "hf-gpt2-A-int8.lockstep";
+  convert_gpt2_q8(hf, p.file.string());
+  const Gpt2Weights w = load_gpt2_q8(p.file.string());
+  ASSERT_EQ(w.quant, "int8");
+  std::ifstream in(hf + "/cases.json");
+  const auto cases = nlohmann::json::parse(in)["cases"];
+  ASSERT_EQ(cases.size(), 2u);
+  std::vector<std::vector<int32_t>> contexts;
+  for (const auto& c : cases) {
+    contexts.push_back(c["input_ids"].get<std::vector<int32_t>>());
+  }
+  CompareGpt2(p.file.string(), w, contexts, /*every_full_prefix=*/true,
+              "reference");
+  CompareGpt2(p.file.string(), w, contexts, /*every_full_prefix=*/true,
+              "reference", ScalarModule(), wasm_scalar_module_sha256());
+  uint64_t ts = 190;
+  contexts.push_back(
+      RandomTokens(ts, size_t(w.config.n_ctx), w.config.n_vocab));
+  ComparePrefill(p.file.string(), w, contexts, Q8Run());
+  ComparePrefill(p.file.string(), w, {contexts[0]},
+                 Q8Run(ScalarModule(), wasm_scalar_module_sha256()));
+}
+
+// Random configs whose output counts leave every shape of the SIMD
+// kernel's last panel: whole blocks of 8 outputs, a block of 4, and 1 to 3
+// outputs in the scalar tail (vocabularies 97 = 64 + 33, 77 = 64 + 13 and
+// 70 = 64 + 6); K = 64 .. 512; a context filled to its end; and a session
+// sized for 4-position prefill calls.
+TEST(WasmQ8, RandomConfigsMatchNativeInt8Reference) {
+  // {n_vocab, n_ctx, n_embd, n_head, n_layer}
+  const ls_gpt2_config configs[] = {
+      {97, 48, 64, 4, 2},
+      {77, 24, 128, 4, 2},
+      {70, 9, 64, 2, 1},
+  };
+  uint64_t ts = 191;
+  for (size_t k = 0; k < std::size(configs); ++k) {
+    const ls_gpt2_config& c = configs[k];
+    SCOPED_TRACE("config " + std::to_string(k));
+    const auto m = MakeRandomQ8(c, 900 + k, "cfg" + std::to_string(k));
+    std::vector<std::vector<int32_t>> contexts;
+    for (size_t n : {size_t(1), size_t(2), size_t(7), size_t(c.n_ctx)}) {
+      contexts.push_back(RandomTokens(ts, n, c.n_vocab));
+    }
+    contexts.back().back() = c.n_vocab - 1;
+    CompareGpt2(m->p.file.string(), m->w, contexts,
+                /*every_full_prefix=*/true, "reference");
+    ComparePrefill(m->p.file.string(), m->w, contexts, Q8Run());
+    ComparePrefill(m->p.file.string(), m->w, {contexts.back()},
+                   Q8Run({}, {}, 4));
+    CompareGpt2(m->p.file.string(), m->w, {contexts[2]},
+                /*every_full_prefix=*/true, "reference", ScalarModule(),
+                wasm_scalar_module_sha256());
+  }
+}
+
+// Full-size 124M, seeded random weights quantized: cached steps, cache,
+// full-prefix and prefill (kept short: the native int8 reference is
+// scalar).
+TEST(WasmQ8, Random124MMatchesNativeInt8Reference) {
+  const auto m = MakeRandomQ8(kGpt2_124M, 124, "124m");
+  const ls_gpt2_config& c = m->w.config;
+  uint64_t ts = 192;
+  std::vector<std::vector<int32_t>> contexts;
+  for (size_t n : {3, 6}) contexts.push_back(RandomTokens(ts, n, c.n_vocab));
+  contexts[1][2] = c.n_vocab - 1;  // the head's last panel of 17 tokens
+  CompareGpt2(m->p.file.string(), m->w, {contexts[0]},
+              /*every_full_prefix=*/false, "reference");
+  ComparePrefill(m->p.file.string(), m->w, {contexts[1]}, Q8Run());
+}
+
+// Damaged int8 files and bad input: a message, never a crash.
+TEST(WasmQ8, DamagedFilesAndBadInputAreErrors) {
+  const auto m = MakeRandomQ8({70, 9, 64, 2, 1}, 903, "bad");
+  const std::string file = m->p.file.string();
+  std::vector<char> bytes;
+  {
+    std::ifstream f(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  const size_t payload = bytes.size() - m->w.q8_bytes();
+  auto write = [&](const std::vector<char>& b, const std::string& name) {
+    const std::string out = (m->p.dir / name).string();
+    std::ofstream f(out, std::ios::binary);
+    f.write(b.data(), std::streamsize(b.size()));
+    return out;
+  };
+  auto refused = [&](const std::string& path, const std::string& what) {
+    testing::internal::CaptureStderr();
+    EXPECT_THROW(WasmHost host(path), Error) << what;
+    const std::string err = testing::internal::GetCapturedStderr();
+    return err;
+  };
+  // One payload bit flipped: the digest.
+  std::vector<char> flipped = bytes;
+  flipped[payload + 100] ^= 1;
+  EXPECT_NE(refused(write(flipped, "flip.lockstep"), "flip").find("SHA-256"),
+            std::string::npos);
+  // A level of -128 with the digest made right: the module's check.
+  std::vector<char> level = bytes;
+  level[payload + 5] = char(0x80);
+  const Sha256 d = sha256(level.data() + payload, level.size() - payload);
+  std::memcpy(level.data() + 24, d.data(), d.size());
+  EXPECT_NE(refused(write(level, "level.lockstep"), "-128")
+                .find("int8 weights are not well formed"),
+            std::string::npos);
+  // Truncated.
+  std::vector<char> cut(bytes.begin(), bytes.end() - 64);
+  EXPECT_NE(refused(write(cut, "cut.lockstep"), "cut").find("file size"),
+            std::string::npos);
+  // A tensor table entry changed (one digit of the same length).
+  std::vector<char> entry = bytes;
+  const std::string h(entry.begin(), entry.begin() + long(payload));
+  const size_t at = h.find("\"bytes\":4224");
+  ASSERT_NE(at, std::string::npos) << h.substr(0, 400);
+  entry[at + 8] = '5';
+  EXPECT_NE(refused(write(entry, "entry.lockstep"), "entry")
+                .find("tensor table entry"),
+            std::string::npos);
+
+  WasmHost host(file);
+  EXPECT_THROW(host.step(-1), Error);
+  EXPECT_THROW(host.step(70), Error);
+  const std::vector<int32_t> bad = {1, 70};
+  EXPECT_THROW(host.prefill(bad), Error);
+  EXPECT_THROW(host.infer(bad), Error);
+  EXPECT_EQ(host.position(), 0);
+  const std::vector<int32_t> ok = {5, 6, 7};
+  Gpt2Session native(ViewOf(m->w), {"reference", 1, 0});
+  EXPECT_TRUE(SameValues<float>(host.prefill(ok), native.prefill(ok)));
+  const std::vector<int32_t> seven(7, 1);  // 3 + 7 > 9 positions
+  EXPECT_THROW(host.prefill(seven), Error);
+  EXPECT_EQ(host.position(), 3);
+  EXPECT_TRUE(SameValues<float>(host.step(69), native.step(69)));
   ExpectMemoryUnchanged(host);
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ls_gpt2.h"
+#include "ls_gpt2_q8.h"
 #include "ls_sampler.h"
 #include "ls_status.h"
 #include "ls_tiny.h"
@@ -27,6 +28,8 @@ extern unsigned char __heap_base;
 /* prefill with every position's logits over more positions than the
  * planned logits rows (the host runs such a prompt in chunks). */
 #define LSW_ERR_LOGITS_ROWS 102
+/* gpt2_prepare on int8 weights that ls_gpt2_q8_weights_valid refuses. */
+#define LSW_ERR_Q8_WEIGHTS 103
 
 /* Rows of the GPT-2 logits buffer: the positions one prefill call can
  * return every position's logits for (at most max_prefix). A host asking
@@ -73,6 +76,7 @@ typedef struct {
 
 typedef struct {
   int kind; /* 0: none, 1: tiny, 2: GPT-2 */
+  int q8;   /* GPT-2 on grouped int8 weights (docs/arithmetic.md §7) */
   ls_gpt2_config gpt2;
   int tiny_ctx;
   int max_prefix;
@@ -169,32 +173,39 @@ int32_t lsw_tiny_logits(int32_t n_tokens, double bound) {
       (double*)(uintptr_t)p->logits);
 }
 
-/* The plan for a GPT-2 config; max_prefix (1..n_ctx, <= 0: n_ctx) sizes
- * the scratch of the full-prefix pass and of one prefill call (the same
- * size: ls_gpt2_infer_scratch_floats), and the logits buffer holds
- * min(max_prefix, LSW_LOGITS_ROWS) rows. */
-LSW_EXPORT("gpt2_plan")
-const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
-                              int32_t n_head, int32_t n_layer,
-                              int32_t max_prefix) {
+/* The plan for a GPT-2 config, binary32 (q8 0) or grouped int8 (q8 1);
+ * max_prefix (1..n_ctx, <= 0: n_ctx) sizes the scratch of the full-prefix
+ * pass and of one prefill call (the same size:
+ * ls_gpt2_infer_scratch_floats), and the logits buffer holds
+ * min(max_prefix, LSW_LOGITS_ROWS) rows. The int8 plan differs only in the
+ * weights (ls_gpt2_q8_bytes, used in place: the file's layout is the one
+ * the kernels read, so neither repacking room nor head panels). */
+static const lsw_plan* lsw_plan_gpt2(int32_t n_vocab, int32_t n_ctx,
+                                     int32_t n_embd, int32_t n_head,
+                                     int32_t n_layer, int32_t max_prefix,
+                                     int q8) {
   lsw_reset();
   ls_gpt2_config c = {n_vocab, n_ctx, n_embd, n_head, n_layer};
-  if (!ls_gpt2_config_valid(&c)) {
+  if (q8 ? !ls_gpt2_q8_config_valid(&c) : !ls_gpt2_config_valid(&c)) {
     /* A config that is sound but whose weights alone pass 4 GiB (GPT-2
-     * 1.5B) gets its own message; the core only sees a size_t overflow. */
+     * 1.5B) gets its own message; the core only sees a size_t overflow.
+     * (The core's check counts binary32 words for int8 too, so 1.5B is
+     * refused here in both formats.) */
     const uint64_t C = (uint64_t)(n_embd > 0 ? n_embd : 0);
     const uint64_t words =
         (uint64_t)(n_vocab > 0 ? n_vocab : 0) * C +
         (uint64_t)(n_ctx > 0 ? n_ctx : 0) * C +
         (uint64_t)(n_layer > 0 ? n_layer : 0) * (12 * C * C + 13 * C);
     const int sound = n_vocab > 0 && n_ctx > 0 && n_embd > 0 && n_head > 0 &&
-                      n_layer > 0 && n_embd % n_head == 0;
+                      n_layer > 0 && n_embd % n_head == 0 &&
+                      (!q8 || n_embd % 64 == 0);
     g.plan.status = sound && words * 4 > (uint64_t)0xFFFF0000u
                         ? LSW_ERR_TOO_LARGE
                         : LS_ERR_CONFIG;
     return &g.plan;
   }
   g.kind = 2;
+  g.q8 = q8;
   g.gpt2 = c;
   g.max_prefix = max_prefix > 0 && max_prefix < n_ctx ? max_prefix : n_ctx;
   g.logits_rows =
@@ -208,8 +219,9 @@ const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
   if (prefill > scratch) scratch = prefill;
   lsw_cursor cur = lsw_start();
   lsw_plan* p = &g.plan;
-  p->weights =
-      lsw_take(&cur, (uint64_t)ls_gpt2_param_count(&c) * 4, &p->weights_bytes);
+  const uint64_t weights = q8 ? (uint64_t)ls_gpt2_q8_bytes(&c)
+                              : (uint64_t)ls_gpt2_param_count(&c) * 4;
+  p->weights = lsw_take(&cur, weights, &p->weights_bytes);
   p->cache =
       lsw_take(&cur, (uint64_t)ls_gpt2_cache_floats(&c) * 4, &p->cache_bytes);
   p->scratch = lsw_take(&cur, scratch * 4, &p->scratch_bytes);
@@ -218,17 +230,36 @@ const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
   p->tokens = lsw_take(&cur, (uint64_t)n_ctx * 4, &p->tokens_bytes);
   lsw_sample_buffers(&cur, (uint64_t)n_vocab);
 #ifdef __wasm_simd128__
-  const uint64_t matrix = (uint64_t)16 * (uint64_t)n_embd * n_embd;
-  if (p->cache_bytes >= matrix) {
-    p->repack = p->cache, p->repack_bytes = (uint32_t)matrix;
-  } else {
-    p->repack = lsw_take(&cur, matrix, &p->repack_bytes);
+  if (!q8) {
+    const uint64_t matrix = (uint64_t)16 * (uint64_t)n_embd * n_embd;
+    if (p->cache_bytes >= matrix) {
+      p->repack = p->cache, p->repack_bytes = (uint32_t)matrix;
+    } else {
+      p->repack = lsw_take(&cur, matrix, &p->repack_bytes);
+    }
+    const uint64_t head_rows = ((uint64_t)n_vocab + 31) / 32 * 32;
+    p->head = lsw_take(&cur, head_rows * (uint64_t)n_embd * 4, &p->head_bytes);
   }
-  const uint64_t head_rows = ((uint64_t)n_vocab + 31) / 32 * 32;
-  p->head = lsw_take(&cur, head_rows * (uint64_t)n_embd * 4, &p->head_bytes);
 #endif
   lsw_finish(&cur);
   return p;
+}
+
+LSW_EXPORT("gpt2_plan")
+const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
+                              int32_t n_head, int32_t n_layer,
+                              int32_t max_prefix) {
+  return lsw_plan_gpt2(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix, 0);
+}
+
+/* The plan for a GPT-2 on grouped int8 weights (core/ls_gpt2_q8.h): the
+ * same buffers, the weights being the int8 file's payload as it is. After
+ * it, gpt2_prepare, cachedStep, infer and prefill run the int8 model. */
+LSW_EXPORT("gpt2_q8_plan")
+const lsw_plan* lsw_gpt2_q8_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
+                                 int32_t n_head, int32_t n_layer,
+                                 int32_t max_prefix) {
+  return lsw_plan_gpt2(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix, 1);
 }
 
 /* After the host has written the weights: checks them finite (the cached
@@ -237,6 +268,17 @@ const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
 LSW_EXPORT("gpt2_prepare") int32_t lsw_gpt2_prepare(void) {
   if (g.kind != 2) return LS_ERR_CONFIG;
   if (g.prepared) return LS_OK;
+  if (g.q8) {
+    /* Every level in [-127, 127], scales finite and non-negative, the
+     * binary32 tensors finite, the padding zero: what the step assumes. */
+    if (!ls_gpt2_q8_weights_valid(&g.gpt2,
+                                  (const uint8_t*)(uintptr_t)g.plan.weights,
+                                  g.plan.weights_bytes)) {
+      return LSW_ERR_Q8_WEIGHTS;
+    }
+    g.prepared = 1;
+    return LS_OK;
+  }
   float* w = (float*)(uintptr_t)g.plan.weights;
   if (!ls_gpt2_weights_finite(w, g.plan.weights_bytes / 4)) {
     return LS_ERR_WEIGHT_NONFINITE;
@@ -269,6 +311,13 @@ int32_t lsw_gpt2_step(int32_t token, int32_t position) {
   if (position < 0 || position >= c->n_ctx) return LS_ERR_POSITION;
   const size_t used = (size_t)position * ls_gpt2_cache_row_floats(c);
   g.last_row = 0;
+  if (g.q8) {
+    return ls_gpt2_q8_step(c, (const uint8_t*)(uintptr_t)p->weights,
+                           p->weights_bytes, (float*)(uintptr_t)p->cache,
+                           p->cache_bytes / 4, used, token, position,
+                           (float*)(uintptr_t)p->scratch, p->scratch_bytes / 4,
+                           (float*)(uintptr_t)p->logits);
+  }
   return ls_gpt2_step(c, (const float*)(uintptr_t)p->weights,
                       p->weights_bytes / 4, (float*)(uintptr_t)p->cache,
                       p->cache_bytes / 4, used, token, position,
@@ -284,6 +333,12 @@ LSW_EXPORT("infer") int32_t lsw_gpt2_infer(int32_t n) {
   if (n > g.max_prefix && n <= g.gpt2.n_ctx) return LS_ERR_SCRATCH;
   if (n > g.gpt2.n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
   g.last_row = 0;
+  if (g.q8) {
+    return ls_gpt2_q8_infer(
+        &g.gpt2, (const uint8_t*)(uintptr_t)p->weights, p->weights_bytes,
+        (const int32_t*)(uintptr_t)p->tokens, n, (float*)(uintptr_t)p->scratch,
+        p->scratch_bytes / 4, (float*)(uintptr_t)p->logits);
+  }
   return ls_gpt2_infer(
       &g.gpt2, (const float*)(uintptr_t)p->weights, p->weights_bytes / 4,
       (const int32_t*)(uintptr_t)p->tokens, n, (float*)(uintptr_t)p->scratch,
@@ -311,6 +366,14 @@ int32_t lsw_gpt2_prefill(int32_t n, int32_t position, int32_t all_positions) {
   if (all_positions && n > g.logits_rows) return LSW_ERR_LOGITS_ROWS;
   const size_t used = (size_t)position * ls_gpt2_cache_row_floats(c);
   g.last_row = all_positions ? n - 1 : 0;
+  if (g.q8) {
+    return ls_gpt2_q8_prefill(
+        c, (const uint8_t*)(uintptr_t)p->weights, p->weights_bytes,
+        (float*)(uintptr_t)p->cache, p->cache_bytes / 4, used,
+        (const int32_t*)(uintptr_t)p->tokens, n, position, all_positions != 0,
+        (float*)(uintptr_t)p->scratch, p->scratch_bytes / 4,
+        (float*)(uintptr_t)p->logits);
+  }
   return ls_gpt2_prefill(c, (const float*)(uintptr_t)p->weights,
                          p->weights_bytes / 4, (float*)(uintptr_t)p->cache,
                          p->cache_bytes / 4, used,
@@ -364,6 +427,11 @@ LSW_EXPORT("status_message") const char* lsw_status_message(int32_t s) {
   }
   if (s == LSW_ERR_LOGITS_ROWS) {
     return "more positions than the planned rows of every-position logits";
+  }
+  if (s == LSW_ERR_Q8_WEIGHTS) {
+    return "the int8 weights are not well formed (a level -128, a negative "
+           "or non-finite scale, a non-finite binary32 weight or nonzero "
+           "padding)";
   }
   return ls_status_message((ls_status)s);
 }

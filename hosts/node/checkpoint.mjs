@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { HostError } from './module.mjs';
+import { Q8_DTYPE, checkQ8Header } from './checkpoint_q8.mjs';
 
 const TINY_CONFIG = { vocab: 256, n_embd: 4, n_head: 2, n_layer: 1, n_ff: 8 };
 const GPT2_KEYS = ['n_vocab', 'n_ctx', 'n_embd', 'n_head', 'n_layer'];
@@ -23,7 +24,9 @@ function readExactly(fd, buf, offset, length, position, path) {
 }
 
 // Opens a checkpoint and returns its header: { kind: 'tiny'|'gpt2',
-// config, words, wordBytes, payloadOffset, payloadBytes, payloadSha256 }.
+// quant: 'f32'|'int8', config, words, wordBytes, payloadOffset,
+// payloadBytes, payloadSha256 }. An int8 GPT-2 file (docs/int8.md) is
+// checked by checkpoint_q8.mjs; its payload is read as it is.
 export function openCheckpoint(path) {
   let fd;
   try {
@@ -61,6 +64,15 @@ export function openCheckpoint(path) {
   const cfg = header.config;
   if (typeof cfg !== 'object' || cfg === null) bad('the header has no config');
   let kind, wordBytes;
+  if (header.model === 'gpt2' && header.dtype === Q8_DTYPE) {
+    const config = checkQ8Header(header, version, P, bad);
+    return {
+      path, fd, kind: 'gpt2', quant: 'int8', config, words: header.words,
+      wordBytes: 1, payloadOffset: 56 + H, payloadBytes: P,
+      payloadSha256: pre.subarray(24, 56).toString('hex'),
+      layout: header.layout, plainSha256: header.plain_sha256,
+    };
+  }
   if (header.model === 'tiny' && header.dtype === 'f64') {
     kind = 'tiny';
     wordBytes = 8;
@@ -76,7 +88,8 @@ export function openCheckpoint(path) {
     }
   } else {
     bad(`model '${header.model}' with dtype '${header.dtype}' is neither ` +
-        "a tiny model ('tiny', 'f64') nor GPT-2 ('gpt2', 'f32')");
+        "a tiny model ('tiny', 'f64') nor GPT-2 ('gpt2', 'f32' or " +
+        `'${Q8_DTYPE}')`);
   }
   if (!Number.isInteger(header.words) || header.words * wordBytes !== P) {
     bad(`words ${header.words} do not match the payload of ${P} bytes`);
@@ -105,7 +118,8 @@ export function openCheckpoint(path) {
     plainSha256 = header.plain_sha256;
   }
   return {
-    path, fd, kind, config: cfg, words: header.words, wordBytes,
+    path, fd, kind, quant: 'f32', config: cfg, words: header.words,
+    wordBytes,
     payloadOffset: 56 + H, payloadBytes: P, payloadSha256, layout,
     plainSha256,
   };

@@ -337,8 +337,11 @@ function logits(argv) {
 
 // The module's identity and, with --model, the session's memory plan (the
 // WebAssembly memory is exactly `memory_bytes`, created once).
+// --steps N (GPT-2) decodes N cached steps first (tokens 1000 + 37 i mod
+// n_vocab, as bench.mjs), so that process_rss_bytes is a warm session's.
 const infoSpec = { ...moduleOptions, model: { alias: '-m' },
-                   weights: { alias: '-w' } };
+                   weights: { alias: '-w' },
+                   steps: { def: '0', help: 'GPT-2: cached steps first' } };
 
 function info(argv) {
   const a = parseArgs(argv, infoSpec, 'info');
@@ -350,7 +353,16 @@ function info(argv) {
               min_pages: m.minPages };
   if (a.model !== undefined || a.weights !== undefined) {
     const s = Session.open(modelPath(a), { module: m });
+    const steps = intOption(a.steps, '--steps', 0, s.nCtx);
+    if (s.kind === 'gpt2') {
+      for (let i = 0; i < steps; ++i) s.step((1000 + 37 * i) % s.nVocab);
+      s.assertMemoryUnchanged();
+    }
     j.model = label(a);
+    if (s.kind === 'gpt2') {
+      j.quant = s.quant;
+      j.steps = steps;
+    }
     j.memory_bytes = s.memoryBytes;
     j.plan = Object.fromEntries(Object.entries(s.plan)
         .filter(([k]) => k.endsWith('Bytes') || k === 'total'));

@@ -18,6 +18,9 @@ export class Session {
     const c = ck.config;
     const s = new Session();
     s.kind = ck.kind;
+    // 'f32', or 'int8': a grouped int8 GPT-2 (docs/int8.md), planned with
+    // gpt2_q8_plan; the entries below are the same.
+    s.quant = ck.quant;
     s.config = c;
     s.payloadSha256 = ck.payloadSha256;
     s.moduleInfo = loaded;
@@ -28,11 +31,18 @@ export class Session {
       s.nCtx = c.n_ctx;
     } else {
       const maxPrefix = options.maxPrefix || c.n_ctx;
+      const int8 = ck.quant === 'int8';
+      if (int8 && typeof loaded.module === 'object' &&
+          !WebAssembly.Module.exports(loaded.module)
+              .some((e) => e.name === 'gpt2_q8_plan')) {
+        throw new HostError(`GPT-2 '${modelPath}' is an int8 file, and the ` +
+                            `module ${loaded.path} has no int8 entries`);
+      }
       Object.assign(s, planAndInstantiate(
           loaded,
-          (x) => x.gpt2_plan(c.n_vocab, c.n_ctx, c.n_embd, c.n_head,
-                             c.n_layer, maxPrefix),
-          `GPT-2 '${modelPath}'`));
+          (x) => (int8 ? x.gpt2_q8_plan : x.gpt2_plan)(
+              c.n_vocab, c.n_ctx, c.n_embd, c.n_head, c.n_layer, maxPrefix),
+          `GPT-2${int8 ? ' int8' : ''} '${modelPath}'`));
       s.nVocab = c.n_vocab;
       s.nCtx = c.n_ctx;
       s.maxPrefix = Math.min(maxPrefix, c.n_ctx);
