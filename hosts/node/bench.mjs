@@ -14,6 +14,13 @@
 // (one thread, wasm_decode_bench --prefill); the ratios are WASM stepping
 // ms / WASM prefill ms and native prefill ms / WASM prefill ms
 // (--prefill 0 skips this).
+// With --int8 Q.lockstep (the same model quantized: lockstep convert M Q
+// --quant int8), each decode round also times the same steps on the
+// module's int8 entries in a second session of this process, after the
+// binary32 ones, and the summary gives the ratio WASM binary32 ms / WASM
+// int8 ms (the int8 speedup) and both sessions' memory; --native-int8
+// also times wasm_decode_bench on the int8 file (whatever the native `cpu`
+// backend runs int8 with).
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { cpus } from 'node:os';
@@ -31,6 +38,9 @@ const usage = `usage: node hosts/node/bench.mjs --model M.lockstep [options]
   --prefill N       prefill rounds: prompt length, 0 to skip (128)
   --prefill-rounds N  prefill rounds: WASM prefill, WASM stepping and
                     native one-thread prefill of the same prompt (3)
+  --int8 Q          the same model as an int8 file: decode rounds also
+                    time the module's int8 entries on it
+  --native-int8     with --int8: also time the native cpu backend on it
   --module PATH, --module-sha256 HEX   another module and its digest
 Prints each round on stderr and a JSON summary (medians, ratios) on
 stdout.
@@ -43,7 +53,7 @@ const a = parseArgs(process.argv.slice(2), {
   model: { alias: '-m' }, native: {}, prompt: { def: '16' },
   steps: { def: '32' }, rounds: { def: '5' }, module: {},
   prefill: { def: '128' }, 'prefill-rounds': { def: '3' },
-  'module-sha256': {},
+  'module-sha256': {}, int8: {}, 'native-int8': { flag: true },
 }, 'bench');
 if (a.model === undefined) {
   process.stderr.write('bench: --model M.lockstep is required (a 124M: ' +
@@ -73,16 +83,30 @@ try {
   process.stderr.write(`bench: ${e.message}\n`);
   process.exit(1);
 }
+// The int8 session: decode only (its scratch sized for one position).
+let q = null;
+if (a.int8 !== undefined) {
+  try {
+    q = Session.open(a.int8, { module: s.moduleInfo, maxPrefix: 1 });
+    if (q.quant !== 'int8') throw new Error(`--int8 ${a.int8} is not int8`);
+    if (JSON.stringify(q.config) !== JSON.stringify(s.config)) {
+      throw new Error(`--int8 ${a.int8} has another config than --model`);
+    }
+  } catch (e) {
+    process.stderr.write(`bench: ${e.message}\n`);
+    process.exit(1);
+  }
+}
 const V = s.nVocab;
 const tok = (i) => (1000 + 37 * i) % V;
 
-function wasmRound() {
-  s.reset();
-  for (let i = 0; i < prompt; ++i) s.step(tok(i));
+function wasmRound(session = s) {
+  session.reset();
+  for (let i = 0; i < prompt; ++i) session.step(tok(i));
   const ms = [];
   for (let i = 0; i < steps; ++i) {
     const t0 = process.hrtime.bigint();
-    s.step(tok(prompt + i));
+    session.step(tok(prompt + i));
     ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
   return median(ms);
@@ -106,22 +130,37 @@ function prefillRound() {
            nativeRatio: nativeMs / prefillMs };
 }
 
-function nativeRound() {
-  const out = execFileSync(native, ['--model', a.model, '--prompt',
+function nativeRound(model = a.model) {
+  const out = execFileSync(native, ['--model', model, '--prompt',
     String(prompt), '--steps', String(steps)], { encoding: 'utf8' });
   const j = JSON.parse(out);
   return { ms: median(j.ms_per_token), backend: j.backend };
 }
 
 wasmRound(); // warm-up: V8's tiering and the weights' first touch
+if (q) wasmRound(q);
 const results = [];
 for (let r = 0; r < rounds; ++r) {
   const n = nativeRound();
   const w = wasmRound();
-  results.push({ wasm: w, native: n.ms, ratio: n.ms / w, backend: n.backend });
-  process.stderr.write(`round ${r + 1}: wasm ${w.toFixed(2)} ms/token, ` +
-      `native (${n.backend}) ${n.ms.toFixed(2)} ms/token, ratio ` +
-      `${(n.ms / w).toFixed(3)}\n`);
+  const x = { wasm: w, native: n.ms, ratio: n.ms / w, backend: n.backend };
+  let line = `round ${r + 1}: wasm ${w.toFixed(2)} ms/token, native ` +
+      `(${n.backend}) ${n.ms.toFixed(2)} ms/token, ratio ` +
+      `${(n.ms / w).toFixed(3)}`;
+  if (q) {
+    x.int8 = wasmRound(q);
+    x.speedup = w / x.int8;
+    line += `; wasm int8 ${x.int8.toFixed(2)} ms/token, binary32 / int8 ` +
+        `${x.speedup.toFixed(3)}`;
+    if (a['native-int8']) {
+      const ni = nativeRound(a.int8);
+      x.nativeInt8 = ni.ms;
+      x.nativeInt8Backend = ni.backend;
+      line += `; native int8 (${ni.backend}) ${ni.ms.toFixed(2)} ms/token`;
+    }
+  }
+  results.push(x);
+  process.stderr.write(line + '\n');
 }
 const prefillResults = [];
 if (prefillN > 0) {
@@ -135,6 +174,7 @@ if (prefillN > 0) {
   }
 }
 s.assertMemoryUnchanged();
+if (q) q.assertMemoryUnchanged();
 const summary = {
   model: a.model,
   config: s.config,
@@ -148,6 +188,25 @@ const summary = {
   native_ms_per_token: median(results.map((x) => x.native)),
   ratio_native_over_wasm: median(results.map((x) => x.ratio)),
 };
+if (q) {
+  const f32 = summary.wasm_ms_per_token;
+  const int8 = median(results.map((x) => x.int8));
+  Object.assign(summary, {
+    int8_model: a.int8,
+    int8_memory_bytes: q.memoryBytes,
+    wasm_int8_ms_per_token: int8,
+    wasm_tokens_per_s: 1000 / f32,
+    wasm_int8_tokens_per_s: 1000 / int8,
+    // The median of the per-round ratios (each round's binary32 and int8
+    // steps run back to back).
+    ratio_wasm_f32_over_wasm_int8: median(results.map((x) => x.speedup)),
+  });
+  if (a['native-int8']) {
+    summary.native_int8_backend = results[0].nativeInt8Backend;
+    summary.native_int8_ms_per_token =
+        median(results.map((x) => x.nativeInt8));
+  }
+}
 if (prefillN > 0) {
   Object.assign(summary, {
     prefill_tokens: prefillN,
