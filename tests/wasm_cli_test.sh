@@ -45,7 +45,7 @@ for m in lockstep.wasm lockstep-scalar.wasm; do
   [ "$imports" = 1 ] && grep -q ' - memory\[0\] .* <- env.memory' <<<"$x" &&
     ok "$m imports only env.memory" || bad "$m imports: $imports"
   for e in tiny_logits infer cachedStep prefill logits_rows gpt2_plan tiny_plan \
-    sample; do
+    sample gpt2_q8_plan; do
     grep -q "<$e>" <<<"$x" || bad "$m does not export $e"
   done
   d=$(wasm-objdump -d "$wasm/$m")
@@ -151,6 +151,47 @@ cmp -s "$tmp/n.f32" "$tmp/s.f32" && ok "gpt2 logits, scalar module: same bytes" 
 same "tiny128 generate, scalar module" \
   "'$bin' generate --model tiny128 --tokens 75,73,78,71 --generate 40 --top-k 9 --seed 2" \
   "node '$host' generate --module '$wasm/lockstep-scalar.wasm' --model tiny128 --tokens 75,73,78,71 --generate 40 --top-k 9 --seed 2"
+
+# int8 (issue 9): the fixture quantized; --backend wasm, the host's CLI and
+# the scalar module against the native int8 reference, byte for byte.
+"$bin" convert "$src/tests/data/hf-gpt2-A" "$tmp/q.lockstep" --quant int8 \
+  >/dev/null 2>&1
+q="$tmp/q.lockstep"
+for a in "" "--all-positions" "--full" "--all-positions --full"; do
+  rm -f "$tmp/n.f32" "$tmp/w.f32" "$tmp/h.f32" "$tmp/s.f32"
+  "$bin" logits --backend reference --model "$q" --tokens $ids -o "$tmp/n.f32" $a 2>/dev/null
+  "$bin" logits --backend wasm --model "$q" --tokens $ids -o "$tmp/w.f32" $a 2>/dev/null
+  node "$host" logits --model "$q" --tokens $ids -o "$tmp/h.f32" $a 2>/dev/null
+  node "$host" logits --module "$wasm/lockstep-scalar.wasm" --model "$q" \
+    --tokens $ids -o "$tmp/s.f32" $a 2>/dev/null
+  [ -s "$tmp/n.f32" ] && cmp -s "$tmp/n.f32" "$tmp/w.f32" &&
+    cmp -s "$tmp/n.f32" "$tmp/h.f32" && cmp -s "$tmp/n.f32" "$tmp/s.f32" &&
+    ok "int8 logits $a: same bytes (native, --backend wasm, host, scalar)" ||
+    bad "int8 logits $a"
+done
+rm -f "$tmp/n.f32" "$tmp/h.f32"
+"$bin" logits --backend reference --model "$q" --tokens "$ids45" -o "$tmp/n.f32" --all-positions 2>/dev/null
+node "$host" logits --model "$q" --tokens "$ids45" -o "$tmp/h.f32" --all-positions 2>/dev/null
+[ -s "$tmp/n.f32" ] && cmp -s "$tmp/n.f32" "$tmp/h.f32" &&
+  ok "int8 logits, 45 positions: same bytes" || bad "int8 logits, 45 positions"
+for a in "" "--logits" "--json" "--generate 24" "--generate 24 --json" \
+  "--generate 16 --top-k 50 --seed 3" "--generate 8 --full --top-k 5 --seed 1"; do
+  same "int8 generate --backend wasm $a" \
+    "'$bin' generate --backend reference --model $q --text 'Once upon a time, in a small village' $a" \
+    "'$bin' generate --backend wasm --model $q --text 'Once upon a time, in a small village' $a"
+done
+for a in "--generate 12" "--generate 8 --top-k 9 --seed 4"; do
+  same "int8 node host generate $a" \
+    "'$bin' generate --backend reference --model $q --tokens $ids $a" \
+    "node '$host' generate --model $q --tokens $ids $a"
+done
+node "$host" info --model "$q" | grep -q '"quant": "int8"' &&
+  ok "host info: quant int8" || bad "host info on an int8 file"
+head -c 20000 "$q" >"$tmp/qtrunc.lockstep"
+fails_with "truncated int8 checkpoint" "file size" \
+  "node '$host' logits --model '$tmp/qtrunc.lockstep' --tokens 1 -o '$tmp/x'"
+fails_with "int8 token out of range" "outside the vocabulary" \
+  "'$bin' logits --backend wasm --model $q --tokens 1,50257 -o '$tmp/x'"
 
 # Bad input: a message and a non-zero exit.
 cp "$wasm/lockstep.wasm" "$tmp/lockstep.wasm"
