@@ -10,6 +10,9 @@
  * full-prefix pass against core/ls_gpt2.c; and the module's batched
  * prefill (issue 8) in chunks of 1, 5 and 8 positions (every position's
  * logits) and after 7 positions (the last one's) against those steps.
+ * Then all of it again on the module's int8 entries (issue 9: gpt2_q8_plan,
+ * docs/arithmetic.md §7) for the same weights quantized here with the
+ * core's ls_q8_pack, against core/ls_gpt2_q8.c.
  *
  *   wasm_wabt_check TINY.lockstep ... [--gpt2 PACKED.lockstep]
  *   (exit 0: all equal) */
@@ -20,6 +23,8 @@
 
 #include "ls_gpt2.h"
 #include "ls_gpt2_layout.h"
+#include "ls_gpt2_q8.h"
+#include "ls_q8.h"
 #include "ls_sampler.h"
 #include "ls_tiny.h"
 #include "lsw_scalar.h"
@@ -201,6 +206,44 @@ static int config_int(const char* header, const char* key) {
   return at ? atoi(at + strlen(pattern)) : -1;
 }
 
+static int run_gpt2(const char* path, const ls_gpt2_config* c, const void* w,
+                    size_t p, int q8);
+
+/* Plain binary32 weights to the int8 payload (docs/int8.md "Payload
+ * layout"): the matrices, wte and wpe packed by ls_q8_pack at the
+ * ls_gpt2_q8_* offsets, the rest copied; q zeroed by the caller. */
+static ls_status quantize(const ls_gpt2_config* c, const float* w, uint8_t* q) {
+  const size_t C = (size_t)c->n_embd, V = (size_t)c->n_vocab,
+               T = (size_t)c->n_ctx;
+  ls_status s = ls_q8_pack(w, C, V, 1, C, 0, V, q);
+  if (s == LS_OK) {
+    s = ls_q8_pack(w + ls_gpt2_wpe_offset(c), C, T, 1, C, 0, T,
+                   q + ls_gpt2_q8_wpe_offset(c));
+  }
+  for (int l = 0; l < c->n_layer && s == LS_OK; ++l) {
+    const ls_gpt2_block b = ls_gpt2_block_offsets(c, l);
+    const ls_gpt2_q8_block o = ls_gpt2_q8_block_offsets(c, l);
+    const size_t f32[][3] = {
+        {b.ln1_g, o.ln1_g, C},       {b.ln1_b, o.ln1_b, C},
+        {b.attn_b, o.attn_b, 3 * C}, {b.proj_b, o.proj_b, C},
+        {b.ln2_g, o.ln2_g, C},       {b.ln2_b, o.ln2_b, C},
+        {b.fc_b, o.fc_b, 4 * C},     {b.out_b, o.out_b, C}};
+    for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; ++i) {
+      memcpy(q + f32[i][1], w + f32[i][0], f32[i][2] * 4);
+    }
+    if (s == LS_OK)
+      s = ls_q8_pack(w + b.attn_w, C, 3 * C, 3 * C, 1, 0, 3 * C, q + o.attn_w);
+    if (s == LS_OK)
+      s = ls_q8_pack(w + b.proj_w, C, C, C, 1, 0, C, q + o.proj_w);
+    if (s == LS_OK)
+      s = ls_q8_pack(w + b.fc_w, C, 4 * C, 4 * C, 1, 0, 4 * C, q + o.fc_w);
+    if (s == LS_OK)
+      s = ls_q8_pack(w + b.out_w, 4 * C, C, C, 1, 0, C, q + o.out_w);
+  }
+  memcpy(q + ls_gpt2_q8_lnf_offset(c), w + ls_gpt2_lnf_offset(c), 2 * C * 4);
+  return s;
+}
+
 static int check_gpt2(const char* path) {
   FILE* f = fopen(path, "rb");
   if (!f) return fail("cannot open", path);
@@ -234,15 +277,59 @@ static int check_gpt2(const char* path) {
     free(w);
     w = plain;
   }
+  int failures = run_gpt2(path, &c, w, p, 0);
+  /* The same weights quantized (docs/int8.md's payload layout, each tensor
+   * at its ls_gpt2_q8_* offset, padding zero), on the int8 entries. */
+  const size_t q8_bytes = ls_gpt2_q8_bytes(&c);
+  uint8_t* q = q8_bytes ? calloc(q8_bytes, 1) : NULL;
+  if (!q || quantize(&c, w, q) != LS_OK ||
+      !ls_gpt2_q8_weights_valid(&c, q, q8_bytes)) {
+    failures += fail("cannot quantize the weights to int8", path);
+  } else {
+    failures += run_gpt2(path, &c, q, q8_bytes, 1);
+  }
+  free(q);
+  free(w);
+  return failures;
+}
 
+/* The native reference of either format: binary32 (ls_gpt2.c) or int8
+ * (ls_gpt2_q8.c), the same arguments otherwise. */
+static ls_status native_step(int q8, const ls_gpt2_config* c, const void* w,
+                             size_t bytes, float* cache, size_t cap, size_t len,
+                             int32_t token, int32_t pos, float* scratch,
+                             size_t n_scratch, float* out) {
+  return q8 ? ls_gpt2_q8_step(c, w, bytes, cache, cap, len, token, pos, scratch,
+                              n_scratch, out)
+            : ls_gpt2_step(c, w, bytes / 4, cache, cap, len, token, pos,
+                           scratch, n_scratch, out);
+}
+
+static ls_status native_infer(int q8, const ls_gpt2_config* c, const void* w,
+                              size_t bytes, const int32_t* tokens, int n,
+                              float* scratch, size_t n_scratch, float* out) {
+  return q8 ? ls_gpt2_q8_infer(c, w, bytes, tokens, n, scratch, n_scratch, out)
+            : ls_gpt2_infer(c, w, bytes / 4, tokens, n, scratch, n_scratch,
+                            out);
+}
+
+/* The module against the native reference on one model: weights `w` of
+ * `p` bytes, binary32 (q8 0, planned with gpt2_plan) or int8 (q8 1,
+ * gpt2_q8_plan). Returns the number of failures. */
+static int run_gpt2(const char* path, const ls_gpt2_config* cp, const void* w,
+                    size_t p, int q8) {
+  const ls_gpt2_config c = *cp;
+  const char* kind = q8 ? "int8" : "binary32";
+  u32 (*plan_fn)(Z_lsw_instance_t*, u32, u32, u32, u32, u32, u32) =
+      q8 ? Z_lswZ_gpt2_q8_plan : Z_lswZ_gpt2_plan;
   struct Z_env_instance_t planner_env, env;
   Z_lsw_instance_t planner, inst;
   uint32_t plan[PLAN_WORDS];
   wasm_rt_allocate_memory(&planner_env.memory, 16, 16);
   Z_lsw_instantiate(&planner, &planner_env);
   read_plan(&planner_env.memory,
-            Z_lswZ_gpt2_plan(&planner, (u32)c.n_vocab, (u32)c.n_ctx,
-                             (u32)c.n_embd, (u32)c.n_head, (u32)c.n_layer, 0),
+            plan_fn(&planner, (u32)c.n_vocab, (u32)c.n_ctx, (u32)c.n_embd,
+                    (u32)c.n_head, (u32)c.n_layer, 0),
             plan);
   Z_lsw_free(&planner);
   wasm_rt_free_memory(&planner_env.memory);
@@ -251,9 +338,11 @@ static int check_gpt2(const char* path) {
   wasm_rt_allocate_memory(&env.memory, pages, pages);
   Z_lsw_instantiate(&inst, &env);
   read_plan(&env.memory,
-            Z_lswZ_gpt2_plan(&inst, (u32)c.n_vocab, (u32)c.n_ctx, (u32)c.n_embd,
-                             (u32)c.n_head, (u32)c.n_layer, 0),
+            plan_fn(&inst, (u32)c.n_vocab, (u32)c.n_ctx, (u32)c.n_embd,
+                    (u32)c.n_head, (u32)c.n_layer, 0),
             plan);
+  if (plan[P_WEIGHTS_BYTES] != p)
+    return fail("the plan's weights differ", path);
   memcpy(env.memory.data + plan[P_WEIGHTS], w, p);
   if (Z_lswZ_gpt2_prepare(&inst) != 0) return fail("prepare failed", path);
 
@@ -272,9 +361,9 @@ static int check_gpt2(const char* path) {
   int failures = 0;
   for (int t = 0; t < n && !failures; ++t) {
     char what[64];
-    snprintf(what, sizeof what, "%s: cached step %d", path, t);
-    if (ls_gpt2_step(&c, w, words, cache, cache_floats, (size_t)t * row,
-                     tokens[t], t, scratch, scratch_floats, want) != LS_OK ||
+    snprintf(what, sizeof what, "%s: %s cached step %d", path, kind, t);
+    if (native_step(q8, &c, w, p, cache, cache_floats, (size_t)t * row,
+                    tokens[t], t, scratch, scratch_floats, want) != LS_OK ||
         Z_lswZ_cachedStep(&inst, (u32)tokens[t], (u32)t) != 0 ||
         !same_floats(what, env.memory.data + plan[P_LOGITS], want,
                      (size_t)c.n_vocab * 4)) {
@@ -288,7 +377,7 @@ static int check_gpt2(const char* path) {
   }
   memcpy(env.memory.data + plan[P_TOKENS], tokens, sizeof tokens);
   if (!failures &&
-      (ls_gpt2_infer(&c, w, words, tokens, n, scratch, scratch_floats, want) !=
+      (native_infer(q8, &c, w, p, tokens, n, scratch, scratch_floats, want) !=
            LS_OK ||
        Z_lswZ_infer(&inst, (u32)n) != 0 ||
        !same_floats("full prefix", env.memory.data + plan[P_LOGITS], want,
@@ -300,7 +389,8 @@ static int check_gpt2(const char* path) {
   static const int chunks[] = {1, 5, 8};
   for (int k = 0, at = 0; k < 3 && !failures; at += chunks[k++]) {
     char what[64];
-    snprintf(what, sizeof what, "%s: prefill of %d at %d", path, chunks[k], at);
+    snprintf(what, sizeof what, "%s: %s prefill of %d at %d", path, kind,
+             chunks[k], at);
     memcpy(env.memory.data + plan[P_TOKENS], tokens + at,
            (size_t)chunks[k] * 4);
     if (Z_lswZ_prefill(&inst, (u32)chunks[k], (u32)at, 1) != 0 ||
@@ -331,12 +421,11 @@ static int check_gpt2(const char* path) {
   free(cache);
   free(scratch);
   free(want);
-  free(w);
   if (!failures) {
     printf(
-        "ok   %s: %d cached steps, the cache, the full prefix and the "
+        "ok   %s (%s): %d cached steps, the cache, the full prefix and the "
         "prefills equal\n",
-        path, n);
+        path, kind, n);
   }
   return failures;
 }
