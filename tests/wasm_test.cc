@@ -30,6 +30,7 @@
 #include "lockstep/gpt2.h"
 #include "lockstep/tiny.h"
 #include "ls_sampler.h"
+#include "ls_status.h"
 
 namespace lockstep {
 namespace {
@@ -726,6 +727,49 @@ TEST(WasmQ8, DamagedFilesAndBadInputAreErrors) {
   EXPECT_EQ(host.position(), 3);
   EXPECT_TRUE(SameValues<float>(host.step(69), native.step(69)));
   ExpectMemoryUnchanged(host);
+}
+
+// §7.2 step 1: a projection input that is not finite (ln_1's gains at
+// 3e38 make LayerNorm overflow) ends every entry with status 10 in both
+// modules, as in the native int8 reference, and the session goes on.
+TEST(WasmQ8, NonFiniteActivationsAreAnError) {
+  const ls_gpt2_config c = {70, 9, 64, 2, 1};
+  std::vector<float> weights = random_gpt2_weights(c, 904);
+  const ls_gpt2_block b = ls_gpt2_block_offsets(&c, 0);
+  for (int i = 0; i < c.n_embd; ++i) weights[b.ln1_g + size_t(i)] = 3e38f;
+  PackedGpt2 p;
+  p.dir = fs::temp_directory_path() /
+          ("lockstep_wasm_q8_inf_" + std::to_string(getpid()));
+  fs::create_directories(p.dir);
+  p.file = p.dir / "inf.lockstep";
+  write_gpt2_q8(p.file.string(), c, weights.data());
+  const Gpt2Weights w = load_gpt2_q8(p.file.string());
+  Gpt2Session native(ViewOf(w), {"reference", 1, 0});
+  const std::vector<int32_t> two = {5, 6};
+  EXPECT_THROW(native.step(5), Error);
+  EXPECT_THROW(native.prefill(two), Error);
+  for (const bool scalar : {false, true}) {
+    SCOPED_TRACE(scalar ? "scalar module" : "SIMD module");
+    WasmHost host(p.file.string(),
+                  {scalar ? ScalarModule() : std::string(),
+                   scalar ? wasm_scalar_module_sha256() : std::string(), 0});
+    auto message = [](auto&& f) {
+      try {
+        f();
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string("(no error)");
+    };
+    const std::string want = ls_status_message(LS_ERR_OUTPUT_NONFINITE);
+    EXPECT_NE(message([&] { host.step(5); }).find(want), std::string::npos);
+    EXPECT_NE(message([&] { host.prefill(two); }).find(want),
+              std::string::npos);
+    EXPECT_NE(message([&] { host.prefill(two, true); }).find(want),
+              std::string::npos);
+    EXPECT_NE(message([&] { host.infer(two); }).find(want), std::string::npos);
+    ExpectMemoryUnchanged(host);
+  }
 }
 
 }  // namespace
