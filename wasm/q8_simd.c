@@ -21,67 +21,11 @@
 #include <wasm_simd128.h>
 
 #define ls_q8_matvec ls_q8_matvec_scalar
-#define ls_q8_quantize ls_q8_quantize_scalar
 #include "ls_q8.c"
 #undef ls_q8_matvec
-#undef ls_q8_quantize
 
 void ls_q8_matvec(const int8_t* qx, const float* sx, const uint8_t* m, int K,
                   int N, const float* b, float* y);
-ls_status ls_q8_quantize(const float* x, int K, int8_t* q, float* s);
-
-/* §7.2 for activations, four values per v128: the same operations on each
- * value as core/ls_q8.c. m, the largest magnitude, is exact in any order
- * (max of finite values); s = m / 127 is one scalar division; each level
- * is v / s (f32x4.div, the same IEEE division), clamped to [-127, 127] and
- * rounded to nearest, ties to even, by f32x4.nearest (§7.2 allows it: the
- * same integer as (r + 1.5 * 2^23) - 1.5 * 2^23 for |r| <= 127), then
- * narrowed to int8 (exact: |level| <= 127). A group with a non-finite
- * value returns LS_ERR_OUTPUT_NONFINITE as the core does (the caller then
- * ignores q and s). */
-ls_status ls_q8_quantize(const float* x, int K, int8_t* q, float* s) {
-  const v128_t lim = wasm_f32x4_const_splat((float)LS_Q8_MAX);
-  const v128_t nlim = wasm_f32x4_const_splat(-(float)LS_Q8_MAX);
-  const v128_t zero = wasm_f32x4_const_splat(0.0f);
-  for (int g = 0; g < K / LS_Q8_GROUP; ++g) {
-    const float* v = x + g * LS_Q8_GROUP;
-    v128_t m4 = zero, finite = wasm_i32x4_const_splat(-1);
-    for (int i = 0; i < LS_Q8_GROUP; i += 4) {
-      const v128_t a = wasm_v128_load(v + i);
-      /* v - v == 0 exactly for finite v (NaN for NaN and infinities). */
-      finite = wasm_v128_and(finite, wasm_f32x4_eq(wasm_f32x4_sub(a, a), zero));
-      m4 = wasm_f32x4_max(m4, wasm_f32x4_abs(a));
-    }
-    if (!wasm_i32x4_all_true(finite)) return LS_ERR_OUTPUT_NONFINITE;
-    float m = wasm_f32x4_extract_lane(m4, 0);
-    for (int l = 1; l < 4; ++l) {
-      const float a = l == 1   ? wasm_f32x4_extract_lane(m4, 1)
-                      : l == 2 ? wasm_f32x4_extract_lane(m4, 2)
-                               : wasm_f32x4_extract_lane(m4, 3);
-      m = a > m ? a : m;
-    }
-    const float sg = m / (float)LS_Q8_MAX;
-    s[g] = sg;
-    int8_t* out = q + g * LS_Q8_GROUP;
-    if (sg == 0.0f) {
-      for (int i = 0; i < LS_Q8_GROUP; ++i) out[i] = 0;
-      continue;
-    }
-    const v128_t s4 = wasm_f32x4_splat(sg);
-    for (int i = 0; i < LS_Q8_GROUP; i += 16) {
-      v128_t l[4];
-      for (int k = 0; k < 4; ++k) {
-        v128_t r = wasm_f32x4_div(wasm_v128_load(v + i + 4 * k), s4);
-        r = wasm_f32x4_min(wasm_f32x4_max(r, nlim), lim);
-        l[k] = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(r));
-      }
-      wasm_v128_store(out + i, wasm_i8x16_narrow_i16x8(
-                                   wasm_i16x8_narrow_i32x4(l[0], l[1]),
-                                   wasm_i16x8_narrow_i32x4(l[2], l[3])));
-    }
-  }
-  return LS_OK;
-}
 
 /* The group's exact integer sums of four outputs (the layout's words
  * w[q * pw + j .. j + 3] for q = 0 .. 15, 16 bytes at blk + (q * pw + j) * 4)
