@@ -132,6 +132,12 @@ for v in 1 2 3 4; do
   [ "${PIPESTATUS[0]}" -eq 0 ] || test_rc=1
 done
 
+# int8 with the quantization as its own launch (same bits required).
+LOCKSTEP_CUDA_Q8_FUSE=0 run ./build-gpu/tests/cuda_backend_test \
+  --gtest_color=no --gtest_filter='CudaQ8*:CudaTrained.*' 2>&1 |
+  grep -E "^\[  (PASSED|FAILED) |differ|Failure" | sed "s/^/int8 unfused: /" |
+  tee -a "$out/tests.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || test_rc=1
 if [ "$test_rc" -ne 0 ] && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer on the small int8 tests (a test failed) =="
   run timeout 90 compute-sanitizer --tool memcheck ./build-gpu/tests/cuda_backend_test \

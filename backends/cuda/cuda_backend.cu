@@ -70,7 +70,8 @@ class CudaBackend final : public Gpt2Backend {
   ~CudaBackend() override { release(); }
 
   std::string name() const override {
-    return "cuda (" + device_name_ + (q8_ ? ", int8" : "") +
+    return "cuda (" + device_name_ +
+           (q8_ ? (q8_fuse_ ? ", int8" : ", int8, unfused") : "") +
            (!q8_ && matvec_ != 0 ? ", matvec " + std::to_string(matvec_) : "") +
            (graph_exec_ ? "" : ", no graph") + ")";
   }
@@ -267,6 +268,9 @@ class CudaBackend final : public Gpt2Backend {
     cudaDeviceProp prop;
     LS_CUDA(cudaGetDeviceProperties(&prop, 0));
     device_name_ = prop.name;
+    sm_count_ = prop.multiProcessorCount;
+    const char* fuse = std::getenv("LOCKSTEP_CUDA_Q8_FUSE");
+    q8_fuse_ = !(fuse && std::strcmp(fuse, "0") == 0);
     LS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 
     const size_t C = size_t(c_.n_embd), P = size_t(positions_);
@@ -622,6 +626,15 @@ class CudaBackend final : public Gpt2Backend {
       LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<1, cuda::kLogitsQ8>,
                                    attr, one));
     }
+    const int fused = int(cuda::q8_fused_smem(K));
+    if (fused > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_fused_kernel<cuda::kQkv, true>,
+                                   attr, fused));
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_fused_kernel<cuda::kGelu, true>,
+                                   attr, fused));
+      LS_CUDA(cudaFuncSetAttribute(
+          cuda::q8_fused_kernel<cuda::kResidual, false>, attr, fused));
+    }
     const int qs = K * int(sizeof(float));
     if (qs > 48 * 1024) {
       LS_CUDA(cudaFuncSetAttribute(cuda::quantize_q8_kernel<true>, attr, qs));
@@ -673,6 +686,28 @@ class CudaBackend final : public Gpt2Backend {
     launched("q8 product", K, N);
   }
 
+  // One int8 projection of the n rows of x (with ln: of LayerNorm(x)):
+  // for one position and at most two waves of blocks, the fused kernel
+  // (quantization in every block; LOCKSTEP_CUDA_Q8_FUSE=0 turns it off),
+  // else the quantization's launch, then the product's.
+  template <int kEpi, bool kLn>
+  void project_q8(const float* x, size_t ln_g, size_t ln_b, size_t w_off,
+                  size_t b_off, int n, int K, int N, float* y, float* kv) {
+    const int blocks = ceil_div(N, cuda::kQ8Cols);
+    if (n == 1 && q8_fuse_ && blocks <= 2 * sm_count_) {
+      const int warps = std::min(16, K / cuda::kQ8Group);
+      cuda::q8_fused_kernel<kEpi, kLn>
+          <<<blocks, 32 * warps, cuda::q8_fused_smem(K), stream_>>>(
+              x, kLn ? q8_floats(ln_g) : nullptr,
+              kLn ? q8_floats(ln_b) : nullptr, d_wq_ + w_off, q8_floats(b_off),
+              K, N, y, kv, ls_gpt2_cache_row_floats(&c_), d_info_, d_flag_);
+      launched("q8 fused", K, N);
+      return;
+    }
+    quantize_q8(x, kLn, ln_g, ln_b, n, K);
+    product_q8<kEpi>(w_off, b_off, n, K, N, y, kv);
+  }
+
   // §7 over the n positions of d_info_ (enqueue_layers's int8 twin): the
   // embeddings dequantized, then per block the four projections on int8
   // inputs quantized per position, attention and the rest in binary32.
@@ -686,8 +721,8 @@ class CudaBackend final : public Gpt2Backend {
     for (int l = 0; l < c_.n_layer; ++l) {
       const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(&c_, l);
       float* kv = with_cache ? d_cache_ + size_t(l) * 2 * C : nullptr;
-      quantize_q8(d_xs_, true, b.ln1_g, b.ln1_b, n, C);
-      product_q8<cuda::kQkv>(b.attn_w, b.attn_b, n, C, 3 * C, d_qkvs_, kv);
+      project_q8<cuda::kQkv, true>(d_xs_, b.ln1_g, b.ln1_b, b.attn_w, b.attn_b,
+                                   n, C, 3 * C, d_qkvs_, kv);
       const float* keys = with_cache ? kv : d_qkvs_ + C;
       const float* values = with_cache ? kv + C : d_qkvs_ + 2 * C;
       const size_t stride = with_cache ? row : size_t(3 * C);
@@ -695,13 +730,12 @@ class CudaBackend final : public Gpt2Backend {
                                attention_smem_, stream_>>>(
           d_qkvs_, keys, values, stride, C, D, c_.n_ctx, d_info_, d_as_);
       launched("attention");
-      quantize_q8(d_as_, false, 0, 0, n, C);
-      product_q8<cuda::kResidual>(b.proj_w, b.proj_b, n, C, C, d_xs_, nullptr);
-      quantize_q8(d_xs_, true, b.ln2_g, b.ln2_b, n, C);
-      product_q8<cuda::kGelu>(b.fc_w, b.fc_b, n, C, 4 * C, d_fs_, nullptr);
-      quantize_q8(d_fs_, false, 0, 0, n, 4 * C);
-      product_q8<cuda::kResidual>(b.out_w, b.out_b, n, 4 * C, C, d_xs_,
-                                  nullptr);
+      project_q8<cuda::kResidual, false>(d_as_, 0, 0, b.proj_w, b.proj_b, n, C,
+                                         C, d_xs_, nullptr);
+      project_q8<cuda::kGelu, true>(d_xs_, b.ln2_g, b.ln2_b, b.fc_w, b.fc_b, n,
+                                    C, 4 * C, d_fs_, nullptr);
+      project_q8<cuda::kResidual, false>(d_fs_, 0, 0, b.out_w, b.out_b, n,
+                                         4 * C, C, d_xs_, nullptr);
     }
   }
 
@@ -799,8 +833,10 @@ class CudaBackend final : public Gpt2Backend {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   size_t attention_smem_ = 0;
-  int matvec_ = 0;   // LOCKSTEP_CUDA_MATVEC (0: 3 or 1 by shape)
-  bool q8_ = false;  // grouped int8 weights (d_wq_)
+  int matvec_ = 0;       // LOCKSTEP_CUDA_MATVEC (0: 3 or 1 by shape)
+  bool q8_ = false;      // grouped int8 weights (d_wq_)
+  bool q8_fuse_ = true;  // LOCKSTEP_CUDA_Q8_FUSE
+  int sm_count_ = 1;
   uint8_t* d_wq_ = nullptr;
   int8_t* d_qx_ = nullptr;  // a projection's quantized inputs [n][K]
   float* d_sx_ = nullptr;   // their scales [n][K / 64]

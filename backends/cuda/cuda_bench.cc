@@ -258,6 +258,19 @@ int run(int repeat) {
       out["q8_device_prefill_s_" + k] =
           cu::device_prefill_seconds(*qb, tokens.data(), n, repeat);
     }
+    // The quantization as its own launch before each product
+    // (LOCKSTEP_CUDA_Q8_FUSE=0), for comparison.
+    setenv("LOCKSTEP_CUDA_Q8_FUSE", "0", 1);
+    auto uq =
+        lockstep::backends::make_cuda_q8_backend(c, q8.data(), q8.size(), 16);
+    unsetenv("LOCKSTEP_CUDA_Q8_FUSE");
+    out["q8_unfused_backend_name"] = uq->name();
+    decode(*uq, 0);
+    std::vector<double> ur;
+    for (int r = 0; r < repeat; ++r) ur.push_back(decode(*uq, 0));
+    out["q8_unfused_decode_tokens_per_s_pos0_127"] = median(ur);
+    out["q8_unfused_device_step_ms_pos0"] =
+        cu::device_step_seconds(*uq, 0, tokens[0], 50) * 1e3;
   } catch (const std::exception& e) {
     // The binary32 results above are still printed.
     out["q8_error"] = e.what();
@@ -301,7 +314,9 @@ int run(int repeat) {
                         "q8_ttft_prefill_s_128",
                         "q8_ttft_prefill_s_512",
                         "q8_prefill_512_tokens_per_s",
-                        "q8_device_prefill_s_512"}) {
+                        "q8_device_prefill_s_512",
+                        "q8_unfused_decode_tokens_per_s_pos0_127",
+                        "q8_unfused_device_step_ms_pos0"}) {
     if (out.contains(k)) {
       std::fprintf(stderr, "%-40s %14.4f\n", k, out[k].get<double>());
     }

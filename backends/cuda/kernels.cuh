@@ -210,22 +210,40 @@ __global__ void __launch_bounds__(16 * kTo)
                   float* kv, size_t kv_row, const int* __restrict__ info) {
   extern __shared__ float xln[];
   __shared__ float part[16][kTo];
+  const int ol = threadIdx.x % kTo;
+  const int blk = threadIdx.x / kTo;
+  const int o = blockIdx.x * kTo + ol;
+  const int nb = (K % 16 == 0) ? 16 : 1;
+  const int len = K / nb;
+  const bool mine = o < N && blk < nb;
+  const float* wp = w + static_cast<size_t>(blk) * len * N + o;
+  // The weights do not depend on x: the first 48 rows are loaded before
+  // the LayerNorm, so that their latency overlaps it.
+  constexpr int kPre = 48;
+  float pre[kPre];
+  const bool preloaded = mine && len >= kPre;
+  if (preloaded) {
+#pragma unroll
+    for (int u = 0; u < kPre; ++u)
+      pre[u] = __ldg(wp + static_cast<size_t>(u) * N);
+  }
   const float* xs = x;
   if (kLn) {
     layernorm_row(x, g, gb, K, xln);
     __syncthreads();
     xs = xln;
   }
-  const int ol = threadIdx.x % kTo;
-  const int blk = threadIdx.x / kTo;
-  const int o = blockIdx.x * kTo + ol;
-  const int nb = (K % 16 == 0) ? 16 : 1;
-  const int len = K / nb;
   float acc = 0.0f;
-  if (o < N && blk < nb) {
-    const float* wp = w + static_cast<size_t>(blk) * len * N + o;
+  if (mine) {
     const float* xp = xs + blk * len;
     int k = 0;
+    if (preloaded) {
+#pragma unroll
+      for (int u = 0; u < kPre; ++u) {
+        acc = __fadd_rn(acc, __fmul_rn(xp[u], pre[u]));
+      }
+      k = kPre;
+    }
     for (; k + 48 <= len; k += 48) acc = add_rows<48>(acc, xp, wp, k, N);
     for (; k + 16 <= len; k += 16) acc = add_rows<16>(acc, xp, wp, k, N);
     for (; k + 4 <= len; k += 4) acc = add_rows<4>(acc, xp, wp, k, N);

@@ -77,15 +77,53 @@ __global__ void embed_q8_kernel(const uint8_t* __restrict__ te,
   if (t == 0 && threadIdx.x == 0) *flag = 0;
 }
 
+// §7.2 for one position's input d[0..K) (in shared memory) by the whole
+// block: each warp quantizes whole groups of 64: finite check, m = the
+// largest magnitude (a maximum: any order gives the same value for finite
+// inputs), s = m / 127, q = RNE(clamp(v / s)). q[0..K) and s[0..K/64) may
+// be shared or global memory. Returns nonzero in the threads that saw a
+// value that is not finite (then q and s are meaningless, and the product
+// writes NaN in every output of the position, §7.2 step 1).
+__device__ __forceinline__ int quantize_groups(const float* d, int K, int8_t* q,
+                                               float* s) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int warps = blockDim.x / 32;
+  const int G = K / kQ8Group;
+  int any_bad = 0;
+  for (int grp = warp; grp < G; grp += warps) {
+    const float v0 = d[grp * kQ8Group + lane];
+    const float v1 = d[grp * kQ8Group + 32 + lane];
+    any_bad |= !(__fsub_rn(v0, v0) == 0.0f) || !(__fsub_rn(v1, v1) == 0.0f);
+    const float a0 = fabsf(v0), a1 = fabsf(v1);
+    float m = a0 > a1 ? a0 : a1;
+#pragma unroll
+    for (int h = 16; h >= 1; h /= 2) {
+      const float o = __shfl_xor_sync(0xffffffffu, m, h);
+      m = o > m ? o : m;
+    }
+    const float sg = __fdiv_rn(m, 127.0f);
+    int q0 = 0, q1 = 0;
+    if (sg != 0.0f) {
+      float r0 = __fdiv_rn(v0, sg), r1 = __fdiv_rn(v1, sg);
+      r0 = r0 > 127.0f ? 127.0f : r0;
+      r0 = r0 < -127.0f ? -127.0f : r0;
+      r1 = r1 > 127.0f ? 127.0f : r1;
+      r1 = r1 < -127.0f ? -127.0f : r1;
+      q0 = __float2int_rn(r0);
+      q1 = __float2int_rn(r1);
+    }
+    q[grp * kQ8Group + lane] = static_cast<int8_t>(q0);
+    q[grp * kQ8Group + 32 + lane] = static_cast<int8_t>(q1);
+    if (lane == 0) s[grp] = sg;
+  }
+  return any_bad;
+}
+
 // §7.2 for the n positions of x [n][K] (one block per position, 256
 // threads): with kLn the input is LayerNorm(x; g, b) (§2.3, K = C),
-// computed into shared memory first. Each warp quantizes whole groups of
-// 64: finite check, m = the largest magnitude (a maximum: any order gives
-// the same value for finite inputs), s = m / 127, q = RNE(clamp(v / s)).
-// Writes qx [n][K] (int8), sx [n][K / 64] and bad[t] = 1 when some input
-// of position t is not finite (then its q and s are meaningless and the
-// product writes NaN in every output, §7.2 step 1). Dynamic shared memory:
-// K floats.
+// computed into shared memory first, then quantize_groups. Writes qx
+// [n][K] (int8), sx [n][K / 64] and bad[t] = 1 when some input of position
+// t is not finite. Dynamic shared memory: K floats.
 template <bool kLn>
 __global__ void __launch_bounds__(256)
     quantize_q8_kernel(const float* __restrict__ x, const float* __restrict__ g,
@@ -103,38 +141,11 @@ __global__ void __launch_bounds__(256)
     for (int k = threadIdx.x; k < K; k += blockDim.x) d[k] = xr[k];
   }
   __syncthreads();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int warps = blockDim.x / 32;
   const int G = K / kQ8Group;
-  int8_t* qr = qx + static_cast<size_t>(t) * K;
-  int any_bad = 0;
-  for (int grp = warp; grp < G; grp += warps) {
-    const float v0 = d[grp * kQ8Group + lane];
-    const float v1 = d[grp * kQ8Group + 32 + lane];
-    any_bad |= !(__fsub_rn(v0, v0) == 0.0f) || !(__fsub_rn(v1, v1) == 0.0f);
-    const float a0 = fabsf(v0), a1 = fabsf(v1);
-    float m = a0 > a1 ? a0 : a1;
-#pragma unroll
-    for (int h = 16; h >= 1; h /= 2) {
-      const float o = __shfl_xor_sync(0xffffffffu, m, h);
-      m = o > m ? o : m;
-    }
-    const float s = __fdiv_rn(m, 127.0f);
-    int q0 = 0, q1 = 0;
-    if (s != 0.0f) {
-      float r0 = __fdiv_rn(v0, s), r1 = __fdiv_rn(v1, s);
-      r0 = r0 > 127.0f ? 127.0f : r0;
-      r0 = r0 < -127.0f ? -127.0f : r0;
-      r1 = r1 > 127.0f ? 127.0f : r1;
-      r1 = r1 < -127.0f ? -127.0f : r1;
-      q0 = __float2int_rn(r0);
-      q1 = __float2int_rn(r1);
-    }
-    qr[grp * kQ8Group + lane] = static_cast<int8_t>(q0);
-    qr[grp * kQ8Group + 32 + lane] = static_cast<int8_t>(q1);
-    if (lane == 0) sx[static_cast<size_t>(t) * G + grp] = s;
+  if (quantize_groups(d, K, qx + static_cast<size_t>(t) * K,
+                      sx + static_cast<size_t>(t) * G)) {
+    bad_s = 1;  // every writer stores the same value
   }
-  if (any_bad) bad_s = 1;  // every writer stores the same value
   __syncthreads();
   if (threadIdx.x == 0) bad[t] = bad_s;
 }
@@ -263,6 +274,125 @@ __global__ void __launch_bounds__(512)
     if (!(__fsub_rn(v, v) == 0.0f)) *flag = 1;
   } else {
     epilogue<kEpi>(v, t, o, N, y, kv, kv_row, info);
+  }
+}
+
+// The decode product (one position) with the quantization fused in front
+// (same operations, same order as quantize_q8_kernel then
+// q8_matmul_kernel<1>): every block quantizes the input itself into shared
+// memory (kLn: LayerNorm(x; g, b) first, §2.3), so a projection is one
+// launch. The weights do not depend on the input: each warp loads the
+// words and scales of its first kPre groups before the LayerNorm and the
+// quantization, so that their latency overlaps. 32 columns per block (one
+// lane each), a warp per group (up to 16 warps). Dynamic shared memory:
+// q8_fused_smem(K).
+constexpr int kQ8Pre = 4;
+
+__host__ __device__ constexpr size_t q8_fused_smem(int K) {
+  return static_cast<size_t>(K) * 4 +           // x or LN(x)
+         static_cast<size_t>(K) +               // qx
+         static_cast<size_t>(K / 64) * 4 +      // sx
+         static_cast<size_t>(K / 64) * 32 * 4;  // t
+}
+
+template <int kEpi, bool kLn>
+__global__ void __launch_bounds__(512)
+    q8_fused_kernel(const float* __restrict__ x, const float* __restrict__ g,
+                    const float* __restrict__ gb, const uint8_t* __restrict__ m,
+                    const float* __restrict__ bias, int K, int N, float* y,
+                    float* kv, size_t kv_row, const int* __restrict__ info,
+                    int* flag) {
+  extern __shared__ __align__(16) unsigned char q8fs[];
+  __shared__ int bad_s;
+  const int G = K / kQ8Group;
+  float* d = reinterpret_cast<float*>(q8fs);                     // [K]
+  int8_t* qs = reinterpret_cast<int8_t*>(q8fs + size_t(K) * 4);  // [K]
+  float* sxs = reinterpret_cast<float*>(q8fs + size_t(K) * 5);   // [G]
+  float* tg = sxs + G;                                           // [G][32]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int warps = blockDim.x / 32;
+  const int col0 = blockIdx.x * kQ8Cols;
+  const int c0 = col0 / kQ8Panel * kQ8Panel;
+  const int j = col0 - c0 + lane;
+  const int o = col0 + lane;
+  const bool active = o < N;
+  const int pw = min(kQ8Panel, N - c0);
+  const bool aligned = (pw % 2) == 0;
+  // The first kPre groups' weights, in flight during the quantization.
+  int wpre[kQ8Pre][16];
+  float spre[kQ8Pre];
+#pragma unroll
+  for (int r = 0; r < kQ8Pre; ++r) {
+    const int grp = warp + r * warps;
+    if (active && grp < G) {
+      int pwg;
+      const uint8_t* blk = m + q8_block_at(K, N, c0, grp, &pwg);
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        wpre[r][i] = q8_word(blk, i * pw + j, aligned);
+      }
+      spre[r] = widen_bf16(__ldg(reinterpret_cast<const unsigned short*>(
+          blk + kQ8Group * pw + 2 * j)));
+    }
+  }
+  if (threadIdx.x == 0) bad_s = 0;
+  if (kLn) {
+    layernorm_row(x, g, gb, K, d);
+  } else {
+    for (int k = threadIdx.x; k < K; k += blockDim.x) d[k] = x[k];
+  }
+  __syncthreads();
+  if (quantize_groups(d, K, qs, sxs)) bad_s = 1;
+  __syncthreads();
+  const int* xw = reinterpret_cast<const int*>(qs);
+  auto group_term = [&](int grp, const int(&wv)[16], float sw) {
+    const int4* xp = reinterpret_cast<const int4*>(xw + grp * 16);
+    int isum = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int4 xv = xp[i];
+      isum = __dp4a(wv[4 * i + 0], xv.x, isum);
+      isum = __dp4a(wv[4 * i + 1], xv.y, isum);
+      isum = __dp4a(wv[4 * i + 2], xv.z, isum);
+      isum = __dp4a(wv[4 * i + 3], xv.w, isum);
+    }
+    // §7.3 step 2: the scales' product, then times the exact sum.
+    tg[grp * 32 + lane] =
+        __fmul_rn(__int2float_rn(isum), __fmul_rn(sxs[grp], sw));
+  };
+  if (active) {
+#pragma unroll
+    for (int r = 0; r < kQ8Pre; ++r) {
+      const int grp = warp + r * warps;
+      if (grp < G) group_term(grp, wpre[r], spre[r]);
+    }
+    for (int grp = warp + kQ8Pre * warps; grp < G; grp += warps) {
+      int pwg;
+      const uint8_t* blk = m + q8_block_at(K, N, c0, grp, &pwg);
+      int wv[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) wv[i] = q8_word(blk, i * pw + j, aligned);
+      group_term(grp, wv,
+                 widen_bf16(__ldg(reinterpret_cast<const unsigned short*>(
+                     blk + kQ8Group * pw + 2 * j))));
+    }
+  }
+  __syncthreads();
+  if (warp != 0 || !active) return;
+  float v;
+  if (bad_s) {
+    v = q8_nan();
+  } else {
+    // §7.3 steps 3-4: in g order from +0.0, the bias last.
+    float acc = 0.0f;
+    for (int grp = 0; grp < G; ++grp) acc = __fadd_rn(acc, tg[grp * 32 + lane]);
+    v = bias ? __fadd_rn(acc, bias[o]) : acc;
+  }
+  if (kEpi == kLogitsQ8) {
+    y[o] = v;
+    if (!(__fsub_rn(v, v) == 0.0f)) *flag = 1;
+  } else {
+    epilogue<kEpi>(v, 0, o, N, y, kv, kv_row, info);
   }
 }
 
