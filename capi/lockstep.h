@@ -151,7 +151,8 @@ lockstep_status lockstep_generate(lockstep_session* session,
  * SHA-256 pinned). dir NULL: $LOCKSTEP_DATA/gpt2, else the data/gpt2 of
  * the source tree the library was built from. An installed package has
  * them in <prefix>/share/lockstep/gpt2 (lockstep_DATADIR in CMake,
- * `pkg-config --variable=datadir lockstep`). Allocates ~10 MB of tables. */
+ * `pkg-config --variable=datadir lockstep`). Allocates its tables (about
+ * 18 MB). */
 lockstep_status lockstep_tokenizer_load(const char* dir,
                                         lockstep_tokenizer** out);
 void lockstep_tokenizer_free(lockstep_tokenizer* tokenizer); /* NULL: no-op */
