@@ -91,6 +91,9 @@ if(LOCKSTEP_SHARED)
     PUBLIC nlohmann_json::nlohmann_json
     PRIVATE OpenSSL::Crypto pcre2-8)
   target_link_options(lockstep_shared PRIVATE -pthread -Wl,--no-undefined)
+  # A sanitized library needs the sanitizers' runtimes first in the
+  # program that loads it.
+  target_link_options(lockstep_shared INTERFACE ${lockstep_sanitize_link})
   if(LOCKSTEP_CUDA)
     target_link_libraries(lockstep_shared PRIVATE CUDA::cudart_static)
   endif()
