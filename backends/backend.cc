@@ -8,8 +8,32 @@
 #endif
 #include "backends/reference_backend.h"
 #include "lockstep/error.h"
+#include "ls_gpt2_q8.h"
 
 namespace lockstep {
+namespace {
+
+// The ISA a "cpu" or "cpu-<isa>" name asks for; throws for any other name.
+std::string cpu_isa_of(const std::string& name) {
+  std::string isa;
+  if (name == "cpu") {
+    isa = cpu::default_isa();
+  } else if (name.rfind("cpu-", 0) == 0) {
+    isa = name.substr(4);
+  } else {
+    throw Error(
+        "GPT-2 backend: unknown backend '" + name +
+        "' (reference, cpu, cpu-avx512, cpu-avx2, cpu-neon, cpu-generic, "
+        "cuda)");
+  }
+  if (isa != "avx512" && isa != "avx2" && isa != "neon" && isa != "generic") {
+    throw Error("GPT-2 backend: unknown ISA '" + isa +
+                "' (avx512, avx2, neon, generic)");
+  }
+  return isa;
+}
+
+}  // namespace
 
 std::unique_ptr<Gpt2Backend> make_gpt2_backend(
     const std::string& name, const ls_gpt2_config& c, const float* weights,
@@ -44,23 +68,42 @@ std::unique_ptr<Gpt2Backend> make_gpt2_backend(
         "-DLOCKSTEP_CUDA=ON where nvcc is found; docs/cuda.md)");
 #endif
   }
-  std::string isa;
-  if (name == "cpu") {
-    isa = cpu::default_isa();
-  } else if (name.rfind("cpu-", 0) == 0) {
-    isa = name.substr(4);
-  } else {
-    throw Error(
-        "GPT-2 backend: unknown backend '" + name +
-        "' (reference, cpu, cpu-avx512, cpu-avx2, cpu-neon, cpu-generic, "
-        "cuda)");
-  }
-  if (isa != "avx512" && isa != "avx2" && isa != "neon" && isa != "generic") {
-    throw Error("GPT-2 backend: unknown ISA '" + isa +
-                "' (avx512, avx2, neon, generic)");
-  }
+  const std::string isa = cpu_isa_of(name);
   return backends::make_cpu_backend(c, weights, words, isa, threads, max_prefix,
                                     layout);
+}
+
+std::unique_ptr<Gpt2Backend> make_gpt2_q8_backend(const std::string& name,
+                                                  const ls_gpt2_config& c,
+                                                  const uint8_t* weights,
+                                                  size_t bytes, int threads,
+                                                  int max_prefix) {
+  if (!ls_gpt2_q8_config_valid(&c)) {
+    throw Error("GPT-2 int8 backend: invalid config");
+  }
+  if (!weights || bytes != ls_gpt2_q8_bytes(&c)) {
+    throw Error("GPT-2 int8 backend: " + std::to_string(bytes) +
+                " bytes of weights, the config needs " +
+                std::to_string(ls_gpt2_q8_bytes(&c)));
+  }
+  if (name == "reference") {
+    if (threads != 1) {
+      throw Error("GPT-2 backend: the reference runs on 1 thread, not " +
+                  std::to_string(threads));
+    }
+    return backends::make_reference_q8_backend(c, weights, bytes, max_prefix);
+  }
+  if (name == "cuda") {  // the GPU ignores `threads`
+#ifdef LOCKSTEP_HAVE_CUDA
+    return backends::make_cuda_q8_backend(c, weights, bytes, max_prefix);
+#else
+    throw Error(
+        "GPT-2 backend: this build has no CUDA backend (configure with "
+        "-DLOCKSTEP_CUDA=ON where nvcc is found; docs/cuda.md)");
+#endif
+  }
+  return backends::make_cpu_q8_backend(c, weights, bytes, cpu_isa_of(name),
+                                       threads, max_prefix);
 }
 
 namespace backends {

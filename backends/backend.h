@@ -63,14 +63,17 @@ std::unique_ptr<Gpt2Backend> make_gpt2_backend(
 
 // The grouped int8 model (core/ls_gpt2_q8.h, docs/int8.md): `weights` are
 // ls_gpt2_q8_bytes(c) bytes checked by the loader (load_gpt2_q8), which
-// must outlive the backend. Every int8 backend today is the scalar
-// reference (core/ls_gpt2_q8.c): "reference", and the "cpu" names, which
-// have no int8 fast path yet and say so in name(). Throws lockstep::Error
-// for an unknown name, "cuda", an invalid config or a wrong byte count.
+// must outlive the backend. "reference" is core/ls_gpt2_q8.c; the "cpu"
+// names are the fast CPU backend with its int8 kernels (the ISA's integer
+// dot products: AVX-512 VNNI, AVX2, NEON, portable), the same bits. threads
+// as make_gpt2_backend. Throws lockstep::Error for an unknown name, a
+// backend without int8 ("cuda" for now), an invalid config or a wrong byte
+// count.
 std::unique_ptr<Gpt2Backend> make_gpt2_q8_backend(const std::string& name,
                                                   const ls_gpt2_config& c,
                                                   const uint8_t* weights,
-                                                  size_t bytes, int max_prefix);
+                                                  size_t bytes, int threads,
+                                                  int max_prefix);
 
 namespace backends {
 // The backends this machine can create: "reference", then "cpu-<isa>" for

@@ -116,33 +116,15 @@ class ReferenceQ8Backend final : public Gpt2Backend {
 
 }  // namespace
 
-std::unique_ptr<Gpt2Backend> make_gpt2_q8_backend(const std::string& name,
-                                                  const ls_gpt2_config& c,
-                                                  const uint8_t* weights,
-                                                  size_t bytes,
-                                                  int max_prefix) {
-  if (!ls_gpt2_q8_config_valid(&c)) {
-    throw Error("GPT-2 int8 backend: invalid config");
-  }
-  if (!weights || bytes != ls_gpt2_q8_bytes(&c)) {
-    throw Error("GPT-2 int8 backend: " + std::to_string(bytes) +
-                " bytes of weights, the config needs " +
-                std::to_string(ls_gpt2_q8_bytes(&c)));
-  }
-  std::string shown;
-  if (name == "reference") {
-    shown = "reference (int8)";
-  } else if (name == "cpu" || name.rfind("cpu-", 0) == 0) {
-    // No int8 fast path exists yet: the cpu names run the int8 reference,
-    // which is what a fast path would have to match bit for bit anyway.
-    shown = "reference (int8; " + name + " has no int8 fast path yet)";
-  } else {
-    throw Error("GPT-2 backend '" + name +
-                "' cannot run int8 weights (int8 runs on reference and cpu; "
-                "docs/int8.md)");
-  }
-  return std::make_unique<ReferenceQ8Backend>(shown, c, weights, bytes,
-                                              max_prefix);
+namespace backends {
+
+std::unique_ptr<Gpt2Backend> make_reference_q8_backend(const ls_gpt2_config& c,
+                                                       const uint8_t* weights,
+                                                       size_t bytes,
+                                                       int max_prefix) {
+  return std::make_unique<ReferenceQ8Backend>("reference (int8)", c, weights,
+                                              bytes, max_prefix);
 }
 
+}  // namespace backends
 }  // namespace lockstep

@@ -111,11 +111,10 @@ static const uint8_t* ls_bytes(const ls_gpt2_model* m) {
 
 /* §7.4: x[i] = float(qte[tok][i]) * ste[tok][g] + float(qpe[pos][i]) *
  * spe[pos][g]: two dequantized columns (exact products), one sum each. */
-static void ls_embed_q8(const ls_gpt2_model* m, int32_t token, int32_t pos,
-                        float* x) {
-  const ls_gpt2_config* c = m->c;
+void ls_gpt2_q8_embed(const ls_gpt2_config* c, const uint8_t* w, int32_t token,
+                      int32_t pos, float* x) {
   const size_t C = (size_t)c->n_embd;
-  const uint8_t* te = ls_bytes(m);
+  const uint8_t* te = w;
   const uint8_t* pe = te + ls_gpt2_q8_wpe_offset(c);
   const int8_t* qte = (const int8_t*)te;
   const int8_t* qpe = (const int8_t*)pe;
@@ -131,6 +130,11 @@ static void ls_embed_q8(const ls_gpt2_model* m, int32_t token, int32_t pos,
       x[k] = vt * st + vp * sp;
     }
   }
+}
+
+static void ls_embed_q8(const ls_gpt2_model* m, int32_t token, int32_t pos,
+                        float* x) {
+  ls_gpt2_q8_embed(m->c, ls_bytes(m), token, pos, x);
 }
 
 static ls_gpt2_norms ls_norms_q8(const ls_gpt2_model* m, int layer) {

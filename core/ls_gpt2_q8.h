@@ -51,6 +51,11 @@ size_t ls_gpt2_q8_lnf_offset(const ls_gpt2_config* c);
 int ls_gpt2_q8_weights_valid(const ls_gpt2_config* c, const uint8_t* w,
                              size_t n_bytes);
 
+/* §7.4, the embedding lookup: x[0..n_embd) = the dequantized rows of wte
+ * (token) and wpe (pos) summed (the caller checks token and pos). */
+void ls_gpt2_q8_embed(const ls_gpt2_config* c, const uint8_t* w, int32_t token,
+                      int32_t pos, float* x);
+
 /* The entries of ls_gpt2.h on int8 weights: the same arguments, cache and
  * scratch sizes (ls_gpt2_step_scratch_floats,
  * ls_gpt2_infer_scratch_floats), contracts and status codes, with the

@@ -53,15 +53,15 @@ Gpt2Session::Gpt2Session(const Gpt2View& view, const Gpt2SessionOptions& o)
                 std::to_string(ls_gpt2_param_count(&c)));
   }
   max_prefix_ = o.max_prefix > 0 ? std::min(o.max_prefix, c.n_ctx) : c.n_ctx;
+  const int threads = o.backend == "reference" ? 1
+                      : o.threads == 0         ? all_cores()
+                                               : o.threads;
   if (view.q8) {  // int8 (docs/int8.md): the backend checks the byte count
-    backend_ =
-        make_gpt2_q8_backend(o.backend, c, view.q8, view.q8_bytes, max_prefix_);
+    backend_ = make_gpt2_q8_backend(o.backend, c, view.q8, view.q8_bytes,
+                                    threads, max_prefix_);
   } else {
     backend_ = make_gpt2_backend(o.backend, c, view.weights, view.words,
-                                 o.backend == "reference" ? 1
-                                 : o.threads == 0         ? all_cores()
-                                                          : o.threads,
-                                 max_prefix_, view.layout);
+                                 threads, max_prefix_, view.layout);
   }
   memory_ = gpt2_memory_plan(c, max_prefix_);
   if (view.q8) memory_.weights = view.q8_bytes;

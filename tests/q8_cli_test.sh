@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Grouped int8 from the command line (docs/int8.md): convert --quant int8
 # from an HF folder and from both binary32 layouts (one payload), info,
-# logits on reference and cpu (the same bytes; cpu runs the int8 reference
-# until a fast path exists, and says so), full pass == prefill, generate,
-# and the refusals (--layout with --quant int8, re-quantizing). --backend
+# logits on reference and cpu (the same bytes; cpu runs its int8 kernels,
+# at 1 and 3 threads), full pass == prefill, generate, bench on an int8
+# file and side by side with binary32, and the refusals (--layout with --quant int8, re-quantizing). --backend
 # wasm on int8 files is tested by wasm_cli (tests/wasm_cli_test.sh).
 # Usage: q8_cli_test.sh LOCKSTEP_BINARY REPO_ROOT
 set -u
@@ -54,16 +54,21 @@ expect 0 "payload_vs_binary32 +0\.2" -- info --model "$tmp/q.lockstep"
 tokens=15496,11,616,1438,318,257,1332,13,4162,389,345,30
 expect 0 "" -- logits --model "$tmp/q.lockstep" --tokens $tokens --all-positions --backend reference --out "$tmp/ref.f32"
 expect 0 "" -- logits --model "$tmp/q.lockstep" --tokens $tokens --all-positions --backend cpu --out "$tmp/cpu.f32"
+expect 0 "" -- logits --model "$tmp/q.lockstep" --tokens $tokens --all-positions --backend cpu --threads 3 --out "$tmp/cpu3.f32"
 expect 0 "" -- logits --model "$tmp/q.lockstep" --tokens $tokens --all-positions --full --out "$tmp/full.f32"
 cmp -s "$tmp/ref.f32" "$tmp/cpu.f32" && ok || bad "int8 logits differ between reference and cpu"
+cmp -s "$tmp/ref.f32" "$tmp/cpu3.f32" && ok || bad "int8 logits differ between reference and cpu x3"
 cmp -s "$tmp/ref.f32" "$tmp/full.f32" && ok || bad "int8 full pass differs from prefill"
 [ "$(stat -c %s "$tmp/ref.f32")" = $((12 * 50257 * 4)) ] && ok || bad "int8 logits size"
-expect 0 "no int8 fast path yet" -- generate --model "$tmp/q.lockstep" --tokens 15496,11 --generate 4 --backend cpu
+expect 0 "int8: (avx512-vnni|avx2|neon|generic)" -- generate --model "$tmp/q.lockstep" --tokens 15496,11 --generate 4 --backend cpu
 expect 0 "" -- generate --model "$tmp/q.lockstep" --tokens 15496,11 --generate 4 --backend reference
 
 expect nonzero "--layout is for binary32" -- convert "$hf" "$tmp/bad.lockstep" --quant int8 --layout plain
 expect nonzero "already int8" -- convert "$tmp/q.lockstep" "$tmp/bad.lockstep" --quant int8
-expect nonzero "bench measures binary32" -- bench --model "$tmp/q.lockstep"
+expect 0 '"int8_decode_tokens_per_s_pos0_127"' -- bench --model "$tmp/q.lockstep" --threads 1 --repeat 1 --prompts 8 --no-long --json
+expect 0 '"int8_decode_speedup"' -- bench --model "$hf" --quant none,int8 --threads 1 --repeat 1 --prompts 8 --no-long --json
+expect nonzero "quantizes plain-layout weights" -- bench --model "$tmp/x.lockstep" --quant int8 --threads 1 --repeat 1 --no-long
+expect nonzero "quant: .*not in" -- bench --quant int4
 [ ! -e "$tmp/bad.lockstep" ] && ok || bad "a refused convert left a file"
 
 echo "q8_cli: $pass passed, $fail failed"

@@ -26,13 +26,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <vector>
 
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/q8_kernels.h"
 #include "backends/cpu/thread_pool.h"
 #include "lockstep/error.h"
 #include "lockstep/huge_floats.h"
 #include "ls_gpt2_layout.h"
+#include "ls_gpt2_q8.h"
 #include "ls_ops32.h"
 
 namespace lockstep::backends {
@@ -42,6 +45,10 @@ using cpu::CpuKernels;
 
 // The largest team a backend makes (the default is every core).
 constexpr int kMaxThreads = 256;
+
+// What an int8 projection writes for a position whose input is not finite:
+// the default quiet NaN, 0x7FC00000 (core/ls_gpt2_q8.c's).
+const float kQuietNaN = __builtin_bit_cast(float, 0x7FC00000u);
 
 // [begin, end) of member m's share of n items (LayerNorm over positions).
 struct Range {
@@ -96,18 +103,22 @@ LayerPanels layer_panels(size_t C) {
   return {0, 3 * C * C, 4 * C * C, 8 * C * C};
 }
 
+// Floats of one position's quantized input of width up to 4C: 4C int8
+// levels (C floats), then 4C / 64 binary32 scales, on a 64-byte line.
+size_t q8_row_floats(size_t C) { return (C + C / 16 + 15) / 16 * 16; }
+
 // The memory of one backend, in floats: for P positions the residual
 // stream X, LayerNorm output H, q|k|v, attention output A, MLP hidden F and
 // projection output Y; per member a private residual stream and LayerNorm
 // output for the cached step and a score row of n_ctx per head; the
 // repacked matrices of every layer and the repacked head.
 struct Layout {
-  size_t x, h, qkv, a, f, y, xm, hm, score, part, blocks, head, total;
+  size_t x, h, qkv, a, f, y, xm, hm, score, part, blocks, head, qm, qx, total;
 };
 // in_place: the weights are already PANEL64 (core/ls_gpt2_layout.h) and
 // are read where they are, so no repacked copy is allocated.
 Layout layout(const ls_gpt2_config& c, int positions, int members,
-              bool in_place) {
+              bool in_place, bool q8) {
   const size_t C = size_t(c.n_embd), P = size_t(positions);
   const size_t M = size_t(members);
   // Each buffer starts on a 64-byte line.
@@ -128,6 +139,11 @@ Layout layout(const ls_gpt2_config& c, int positions, int members,
   l.part = o, o += M > 1 ? split_panels(c) * 16 * kPanel : 0;
   l.blocks = o, o += in_place ? 0 : size_t(c.n_layer) * layer_floats(C);
   l.head = o, o += in_place ? 0 : size_t(c.n_vocab) * C;
+  // int8 (q8): the quantized projection inputs (§7.2), at most 4C levels
+  // and 4C / 64 scales a position: per member for one position (the
+  // step), and for P positions (a batch).
+  l.qm = o, o += q8 ? M * q8_row_floats(C) : 0;
+  l.qx = o, o += q8 ? P * q8_row_floats(C) : 0;
   l.total = o;
   return l;
 }
@@ -143,15 +159,21 @@ int positions_for(const ls_gpt2_config& c, int max_prefix) {
 
 class CpuBackend final : public Gpt2Backend {
  public:
-  CpuBackend(const ls_gpt2_config& c, const float* w, const CpuKernels& k,
-             int threads, int max_prefix, bool in_place)
+  // Binary32 weights w (q8 null), or grouped int8 weights q8 (w null,
+  // qk their kernels; read in place).
+  CpuBackend(const ls_gpt2_config& c, const float* w, const uint8_t* q8,
+             const CpuKernels& k, const cpu::CpuQ8Kernels* qk, int threads,
+             int max_prefix, bool in_place)
       : c_(c),
         w_(w),
+        q8_(q8),
         k_(k),
-        in_place_(in_place),
+        qk_(qk),
+        in_place_(in_place || q8),
         pool_(threads),
         positions_(positions_for(c, max_prefix)),
-        lay_(layout(c, positions_, pool_.size(), in_place)),
+        lay_(layout(c, positions_, pool_.size(), in_place_, q8 != nullptr)),
+        bad_(size_t(positions_), 0),
         counters_(new std::atomic<int>[size_t(kPerLayer * c.n_layer + 1)]),
         panel_done_(new std::atomic<int>[split_panels(c)]),
         // On 2 MB pages: the repacked matrices (494 MB for 124M) are
@@ -159,10 +181,20 @@ class CpuBackend final : public Gpt2Backend {
         buf_(lay_.total) {
     for (size_t i = 0; i < split_panels(c); ++i) panel_done_[i].store(0);
     if (!in_place_) repack_all();
+    for (int l = 0; l < c.n_layer; ++l) params_.push_back(layer_params(l));
+    const size_t C = size_t(c.n_embd);
+    if (q8_) {
+      lnf_g_ = reinterpret_cast<const float*>(q8_ + ls_gpt2_q8_lnf_offset(&c));
+    } else {
+      lnf_g_ = w_ + ls_gpt2_lnf_offset(&c);
+    }
+    lnf_b_ = lnf_g_ + C;
   }
 
   std::string name() const override {
-    return std::string("cpu-") + k_.isa + " x" + std::to_string(pool_.size());
+    std::string n =
+        std::string("cpu-") + k_.isa + " x" + std::to_string(pool_.size());
+    return q8_ ? n + " (int8: " + qk_->isa + ")" : n;
   }
   size_t extra_memory_bytes() const override { return allocation_bytes(lay_); }
 
@@ -297,12 +329,10 @@ class CpuBackend final : public Gpt2Backend {
 
     embed(p.tokens[0], p.first, x);
     for (int l = 0; l < c.n_layer; ++l) {
-      const ls_gpt2_block b = ls_gpt2_block_offsets(&c, l);
-      const Mats P = mats(l);
+      const LayerParams& b = params_[size_t(l)];
       if (l > 0) residual(x, Y, C);
-      ls_layernorm32(x, w_ + b.ln1_g, w_ + b.ln1_b, C, h);
-      matmul(counter(l, kAttnIn), h, Cs, 1, P.attn, w_ + b.attn_b, C, 3 * C,
-             QKV, 3 * Cs, false);
+      ls_layernorm32(x, b.ln1_g, b.ln1_b, C, h);
+      project(l, kAttnIn, h, Cs, 1, QKV, 3 * Cs, m);
       pool_.barrier();
       if (split_attention(p.first + 1)) {
         attend_split(p, l, QKV, scale, A);
@@ -318,21 +348,17 @@ class CpuBackend final : public Gpt2Backend {
         }
       }
       pool_.barrier();
-      matmul(counter(l, kProj), A, Cs, 1, P.proj, w_ + b.proj_b, C, C, Y, Cs,
-             false);
+      project(l, kProj, A, Cs, 1, Y, Cs, m);
       pool_.barrier();
       residual(x, Y, C);
-      ls_layernorm32(x, w_ + b.ln2_g, w_ + b.ln2_b, C, h);
-      matmul(counter(l, kFc), h, Cs, 1, P.fc, w_ + b.fc_b, C, 4 * C, F, 4 * Cs,
-             true);
+      ls_layernorm32(x, b.ln2_g, b.ln2_b, C, h);
+      project(l, kFc, h, Cs, 1, F, 4 * Cs, m);
       pool_.barrier();
-      matmul(counter(l, kOut), F, 4 * Cs, 1, P.out, w_ + b.out_b, 4 * C, C, Y,
-             Cs, false);
+      project(l, kOut, F, 4 * Cs, 1, Y, Cs, m);
       pool_.barrier();
     }
     residual(x, Y, C);
-    const size_t lnf = ls_gpt2_lnf_offset(&c);
-    ls_layernorm32(x, w_ + lnf, w_ + lnf + Cs, C, h);
+    ls_layernorm32(x, lnf_g_, lnf_b_, C, h);
   }
 
   // The full pass over n positions, layer by layer (the full-prefix pass,
@@ -352,43 +378,37 @@ class CpuBackend final : public Gpt2Backend {
       embed(p.tokens[t], p.first + t, X + size_t(t) * Cs);
     }
     for (int l = 0; l < c.n_layer; ++l) {
-      const ls_gpt2_block b = ls_gpt2_block_offsets(&c, l);
-      const Mats P = mats(l);
+      const LayerParams& b = params_[size_t(l)];
       for (int t = pos.begin; t < pos.end; ++t) {
         float* x = X + size_t(t) * Cs;
         if (l > 0) residual(x, Y + size_t(t) * Cs, C);
-        ls_layernorm32(x, w_ + b.ln1_g, w_ + b.ln1_b, C, Hn + size_t(t) * Cs);
+        ls_layernorm32(x, b.ln1_g, b.ln1_b, C, Hn + size_t(t) * Cs);
       }
       pool_.barrier();
-      matmul(counter(l, kAttnIn), Hn, Cs, n, P.attn, w_ + b.attn_b, C, 3 * C,
-             QKV, 3 * Cs, false);
+      project(l, kAttnIn, Hn, Cs, n, QKV, 3 * Cs, m);
       pool_.barrier();
       attention(p, l, m);
       pool_.barrier();
-      matmul(counter(l, kProj), A, Cs, n, P.proj, w_ + b.proj_b, C, C, Y, Cs,
-             false);
+      project(l, kProj, A, Cs, n, Y, Cs, m);
       pool_.barrier();
       for (int t = pos.begin; t < pos.end; ++t) {
         float* x = X + size_t(t) * Cs;
         residual(x, Y + size_t(t) * Cs, C);
-        ls_layernorm32(x, w_ + b.ln2_g, w_ + b.ln2_b, C, Hn + size_t(t) * Cs);
+        ls_layernorm32(x, b.ln2_g, b.ln2_b, C, Hn + size_t(t) * Cs);
       }
       pool_.barrier();
-      matmul(counter(l, kFc), Hn, Cs, n, P.fc, w_ + b.fc_b, C, 4 * C, F, 4 * Cs,
-             true);
+      project(l, kFc, Hn, Cs, n, F, 4 * Cs, m);
       pool_.barrier();
-      matmul(counter(l, kOut), F, 4 * Cs, n, P.out, w_ + b.out_b, 4 * C, C, Y,
-             Cs, false);
+      project(l, kOut, F, 4 * Cs, n, Y, Cs, m);
       pool_.barrier();
     }
     if (p.all) {
       // Every position's second residual and ln_f, into Hn (split by
       // positions; head_all waits at a barrier).
-      const size_t lnf = ls_gpt2_lnf_offset(&c);
       for (int t = pos.begin; t < pos.end; ++t) {
         float* x = X + size_t(t) * Cs;
         residual(x, Y + size_t(t) * Cs, C);
-        ls_layernorm32(x, w_ + lnf, w_ + lnf + Cs, C, Hn + size_t(t) * Cs);
+        ls_layernorm32(x, lnf_g_, lnf_b_, C, Hn + size_t(t) * Cs);
       }
       return;
     }
@@ -398,8 +418,7 @@ class CpuBackend final : public Gpt2Backend {
     float* x = buf_.data() + lay_.xm + size_t(m) * lay_stride_c();
     std::copy(X + size_t(n - 1) * Cs, X + size_t(n) * Cs, x);
     residual(x, Y + size_t(n - 1) * Cs, C);
-    const size_t lnf = ls_gpt2_lnf_offset(&c);
-    ls_layernorm32(x, w_ + lnf, w_ + lnf + Cs, C, h);
+    ls_layernorm32(x, lnf_g_, lnf_b_, C, h);
   }
 
   // The batched attention: per head, the keys of positions 0 .. first + n
@@ -586,12 +605,18 @@ class CpuBackend final : public Gpt2Backend {
     std::atomic<int>& next = counters_[size_t(kPerLayer * c.n_layer)];
     float* logits = p.logits;
     bool nonfinite = false;
-    matvec(next, h, head_panels(), nullptr, c.n_embd, c.n_vocab, logits,
-           [&](int o0, int width) {
-             for (int v = o0; v < o0 + width; ++v) {
-               if (!(logits[v] - logits[v] == 0.0f)) nonfinite = true;
-             }
-           });
+    auto check = [&](int o0, int width) {
+      for (int v = o0; v < o0 + width; ++v) {
+        if (!(logits[v] - logits[v] == 0.0f)) nonfinite = true;
+      }
+    };
+    if (q8_) {  // §7.4: the int8 head wte^T [C, V] at the weights' start
+      q8_product(next, q8_, nullptr, c.n_embd, c.n_vocab, h, 0, 1, logits, 0,
+                 false, m, check);
+    } else {
+      matvec(next, h, head_panels(), nullptr, c.n_embd, c.n_vocab, logits,
+             check);
+    }
     if (nonfinite) nonfinite_.store(true, std::memory_order_relaxed);
   }
 
@@ -603,8 +628,13 @@ class CpuBackend final : public Gpt2Backend {
     pool_.barrier();
     const size_t V = size_t(c.n_vocab);
     std::atomic<int>& next = counters_[size_t(kPerLayer * c.n_layer)];
-    matmul(next, buf_.data() + lay_.h, size_t(c.n_embd), p.n, head_panels(),
-           nullptr, c.n_embd, c.n_vocab, p.logits, V, false);
+    if (q8_) {
+      q8_product(next, q8_, nullptr, c.n_embd, c.n_vocab, buf_.data() + lay_.h,
+                 size_t(c.n_embd), p.n, p.logits, V, false, m, [](int, int) {});
+    } else {
+      matmul(next, buf_.data() + lay_.h, size_t(c.n_embd), p.n, head_panels(),
+             nullptr, c.n_embd, c.n_vocab, p.logits, V, false);
+    }
     pool_.barrier();
     const Range r = share(p.n, m, pool_.size());
     bool nonfinite = false;
@@ -612,6 +642,118 @@ class CpuBackend final : public Gpt2Backend {
       if (!(p.logits[i] - p.logits[i] == 0.0f)) nonfinite = true;
     }
     if (nonfinite) nonfinite_.store(true, std::memory_order_relaxed);
+  }
+
+  // A block's LayerNorm parameters and biases (binary32 in both formats).
+  struct LayerParams {
+    const float *ln1_g, *ln1_b, *attn_b, *proj_b, *ln2_g, *ln2_b, *fc_b, *out_b;
+  };
+  LayerParams layer_params(int l) const {
+    if (q8_) {
+      const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(&c_, l);
+      auto f = [this](size_t at) {
+        return reinterpret_cast<const float*>(q8_ + at);
+      };
+      return {f(b.ln1_g), f(b.ln1_b), f(b.attn_b), f(b.proj_b),
+              f(b.ln2_g), f(b.ln2_b), f(b.fc_b),   f(b.out_b)};
+    }
+    const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
+    return {w_ + b.ln1_g, w_ + b.ln1_b, w_ + b.attn_b, w_ + b.proj_b,
+            w_ + b.ln2_g, w_ + b.ln2_b, w_ + b.fc_b,   w_ + b.out_b};
+  }
+
+  // Projection `ph` (kAttnIn, kProj, kFc, kOut) of layer l on n positions:
+  // y = x . W + b, with §3.3 GELU after c_fc; binary32 or int8.
+  void project(int l, Phase ph, const float* x, size_t xs, int n, float* y,
+               size_t ys, int m) {
+    const int C = c_.n_embd;
+    const LayerParams& b = params_[size_t(l)];
+    const int K = ph == kOut ? 4 * C : C;
+    const int N = ph == kAttnIn ? 3 * C : ph == kFc ? 4 * C : C;
+    const float* bias = ph == kAttnIn ? b.attn_b
+                        : ph == kProj ? b.proj_b
+                        : ph == kFc   ? b.fc_b
+                                      : b.out_b;
+    const bool gelu = ph == kFc;
+    if (q8_) {
+      const ls_gpt2_q8_block o = ls_gpt2_q8_block_offsets(&c_, l);
+      const size_t at = ph == kAttnIn ? o.attn_w
+                        : ph == kProj ? o.proj_w
+                        : ph == kFc   ? o.fc_w
+                                      : o.out_w;
+      q8_product(counter(l, ph), q8_ + at, bias, K, N, x, xs, n, y, ys, gelu, m,
+                 [](int, int) {});
+      return;
+    }
+    const Mats P = mats(l);
+    const float* w = ph == kAttnIn ? P.attn
+                     : ph == kProj ? P.proj
+                     : ph == kFc   ? P.fc
+                                   : P.out;
+    matmul(counter(l, ph), x, xs, n, w, bias, K, N, y, ys, gelu);
+  }
+
+  // §7.2 then §7.3: y = x . M (+ bias) for the quantized M [K, N] at mat
+  // (the §7.6 panels) on n positions. The inputs are quantized first: for
+  // one position by every member into its own buffer (as the step's
+  // LayerNorm: the same operations on the same operands, no barrier), for
+  // several each member's share of the positions into the shared buffer,
+  // then a barrier. The units are one panel (one position) or one panel x
+  // a slice of positions (a batch), claimed from `next`. A position whose
+  // input is not finite gets the default quiet NaN in every output (§7.2
+  // step 1, as core/ls_gpt2_q8.c), before GELU. after(o0, width) runs on
+  // each unit's outputs (one position).
+  template <class After>
+  void q8_product(std::atomic<int>& next, const uint8_t* mat, const float* bias,
+                  int K, int N, const float* x, size_t xs, int n, float* y,
+                  size_t ys, bool gelu, int m, After after) {
+    const size_t C = size_t(c_.n_embd), RF = q8_row_floats(C);
+    const size_t qs = 4 * RF, ss = RF;  // row stride: bytes, floats
+    float* base;
+    bool one_bad = false;
+    if (n == 1) {
+      base = buf_.data() + lay_.qm + size_t(m) * RF;
+      one_bad = !qk_->quantize(x, K, reinterpret_cast<int8_t*>(base), base + C);
+    } else {
+      base = buf_.data() + lay_.qx;
+      const Range r = share(n, m, pool_.size());
+      for (int t = r.begin; t < r.end; ++t) {
+        float* row = base + size_t(t) * RF;
+        bad_[size_t(t)] = !qk_->quantize(
+            x + size_t(t) * xs, K, reinterpret_cast<int8_t*>(row), row + C);
+      }
+      pool_.barrier();
+    }
+    const int8_t* q = reinterpret_cast<const int8_t*>(base);
+    const float* s = base + C;
+    const size_t panel_bytes = size_t(kPanel) * size_t(K + 2 * (K / 64));
+    const int np = int(panels(N));
+    // Position slices as matmul's (multiples of 4, the VNNI tile height).
+    int slices = 1, slice = n;
+    if (n > 1) {
+      const int want = (8 * pool_.size() + np - 1) / np;
+      slices = std::max(1, std::min(want, n / 8));
+      slice = ((n + slices - 1) / slices + 3) / 4 * 4;
+    }
+    const int units = np * slices;
+    for (int u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+      const int cu = u / slices, su = u % slices;
+      const int t0 = std::min(n, su * slice), t1 = std::min(n, t0 + slice);
+      if (t0 >= t1) continue;
+      const int o0 = cu * kPanel, pw = std::min(kPanel, N - o0);
+      qk_->panel(q + size_t(t0) * qs, qs, s + size_t(t0) * ss, ss, t1 - t0,
+                 mat + size_t(cu) * panel_bytes, K, pw,
+                 bias ? bias + o0 : nullptr, y + size_t(t0) * ys + size_t(o0),
+                 ys);
+      for (int t = t0; t < t1; ++t) {
+        float* yt = y + size_t(t) * ys + size_t(o0);
+        if (n == 1 ? one_bad : bad_[size_t(t)] != 0) {
+          std::fill(yt, yt + pw, kQuietNaN);
+        }
+        if (gelu) k_.gelu(yt, pw);
+      }
+      after(o0, pw);
+    }
   }
 
   // The output head's panels (wte^T): the weights themselves when they are
@@ -784,6 +926,10 @@ class CpuBackend final : public Gpt2Backend {
   // §2.6 embeddings. PANEL64 weights hold wte as the head's panels: the
   // row is gathered into x first, then added to in place.
   void embed(int32_t token, int pos, float* x) const {
+    if (q8_) {  // §7.4: the dequantized rows, the core's lookup
+      ls_gpt2_q8_embed(&c_, q8_, token, pos, x);
+      return;
+    }
     const size_t C = size_t(c_.n_embd);
     const float* te = w_ + size_t(token) * C;
     if (in_place_) {
@@ -831,9 +977,11 @@ class CpuBackend final : public Gpt2Backend {
   size_t lay_stride_c() const { return round16(size_t(c_.n_embd)); }
 
   ls_gpt2_config c_;
-  const float* w_;
+  const float* w_;     // binary32 weights, or null
+  const uint8_t* q8_;  // grouped int8 weights, or null
   const CpuKernels& k_;
-  bool in_place_;  // w_ is PANEL64: matrices and head read in place
+  const cpu::CpuQ8Kernels* qk_;  // the int8 kernels (q8_ only)
+  bool in_place_;  // w_ is PANEL64 (or int8): matrices and head read in place
   // $LOCKSTEP_NO_SPLIT_K set (to anything but "0") at creation: decode
   // never splits K (for benchmarks: the same bits either way).
   bool no_split_k_ = [] {
@@ -847,6 +995,11 @@ class CpuBackend final : public Gpt2Backend {
   cpu::ThreadPool pool_;
   int positions_;
   Layout lay_;
+  // int8: per position of a batch, whether its projection input was not
+  // finite (written before the barrier that precedes the product).
+  std::vector<char> bad_;
+  std::vector<LayerParams> params_;
+  const float *lnf_g_ = nullptr, *lnf_b_ = nullptr;
   std::unique_ptr<std::atomic<int>[]> counters_;
   // Split K: per panel, the block groups finished in the current product.
   std::unique_ptr<std::atomic<int>[]> panel_done_;
@@ -862,7 +1015,8 @@ size_t cpu_backend_memory_bytes(const ls_gpt2_config& c, const std::string& isa,
   const CpuKernels* k = cpu::kernels_for(isa);
   if (!k) throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
   return allocation_bytes(layout(c, positions_for(c, max_prefix), threads,
-                                 weights_layout == LS_GPT2_LAYOUT_PANEL64));
+                                 weights_layout == LS_GPT2_LAYOUT_PANEL64,
+                                 false));
 }
 
 std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
@@ -879,8 +1033,29 @@ std::unique_ptr<Gpt2Backend> make_cpu_backend(const ls_gpt2_config& c,
                 std::to_string(kMaxThreads) + ", not " +
                 std::to_string(threads));
   }
-  return std::make_unique<CpuBackend>(c, weights, *k, threads, max_prefix,
+  return std::make_unique<CpuBackend>(c, weights, nullptr, *k, nullptr, threads,
+                                      max_prefix,
                                       weights_layout == LS_GPT2_LAYOUT_PANEL64);
+}
+
+std::unique_ptr<Gpt2Backend> make_cpu_q8_backend(const ls_gpt2_config& c,
+                                                 const uint8_t* weights,
+                                                 size_t bytes,
+                                                 const std::string& isa,
+                                                 int threads, int max_prefix) {
+  (void)bytes;  // checked by make_gpt2_q8_backend
+  const CpuKernels* k = cpu::kernels_for(isa);
+  const cpu::CpuQ8Kernels* qk = cpu::q8_kernels_for(isa);
+  if (!k || !qk) {
+    throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
+  }
+  if (threads < 1 || threads > kMaxThreads) {
+    throw Error("GPT-2 backend: threads must be 1 .. " +
+                std::to_string(kMaxThreads) + ", not " +
+                std::to_string(threads));
+  }
+  return std::make_unique<CpuBackend>(c, nullptr, weights, *k, qk, threads,
+                                      max_prefix, true);
 }
 
 }  // namespace lockstep::backends

@@ -27,6 +27,15 @@ size_t cpu_backend_memory_bytes(
     const ls_gpt2_config& c, const std::string& isa, int threads,
     int max_prefix, ls_gpt2_layout weights_layout = LS_GPT2_LAYOUT_PLAIN);
 
+// The same backend on grouped int8 weights (core/ls_gpt2_q8.h, checked by
+// the caller: config, byte count), read in place. isa as above; the int8
+// kernels are the best this CPU has for it (cpu/q8_kernels.h).
+std::unique_ptr<Gpt2Backend> make_cpu_q8_backend(const ls_gpt2_config& c,
+                                                 const uint8_t* weights,
+                                                 size_t bytes,
+                                                 const std::string& isa,
+                                                 int threads, int max_prefix);
+
 }  // namespace lockstep::backends
 
 #endif  // LOCKSTEP_BACKENDS_CPU_CPU_BACKEND_H_

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "backends/cpu/q8_kernels.h"
+
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -57,6 +59,21 @@ const CpuKernels* kernels_for(const std::string& isa) {
   if (isa == "neon") return &kernels_neon();
 #endif
   return &kernels_generic();
+}
+
+const CpuQ8Kernels* q8_kernels_for(const std::string& isa) {
+  if (!isa_supported(isa)) return nullptr;
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == "avx512") {
+    return __builtin_cpu_supports("avx512vnni") ? &q8_kernels_avx512_vnni()
+                                                : &q8_kernels_avx2();
+  }
+  if (isa == "avx2") return &q8_kernels_avx2();
+#endif
+#if defined(__aarch64__) && defined(LOCKSTEP_HAVE_Q8_NEON)
+  if (isa == "neon") return &q8_kernels_neon();
+#endif
+  return &q8_kernels_generic();
 }
 
 }  // namespace lockstep::cpu
