@@ -913,4 +913,8 @@ def main():
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (FormatError, RuntimeError, OSError, ValueError, KeyError) as e:
+        print('gpt2_q8_numpy: error: %s: %s' % (type(e).__name__, e), file=sys.stderr)
+        sys.exit(2)
