@@ -4,7 +4,8 @@
 # payload of `lockstep convert --quant int8`, every logit of 128 contexts
 # (`lockstep logits --all-positions`) and the KV cache (the core's
 # ls_gpt2_q8_prefill through ctypes, from CORE_LIB); "fixtures" also shows
-# that five deliberate deviations from the spec are seen (--mutations).
+# that five deliberate deviations from the spec are seen and five damaged
+# int8 files refused (--mutations).
 # Usage: q8_numpy_test.sh LOCKSTEP_BINARY REPO_ROOT CORE_LIB fixtures|124m
 set -u
 bin=$1

@@ -845,6 +845,51 @@ def check_model(label, hf, lockstep, core, n, seed, checks, tmp):
                           ', core prefill %.1f s' % core_result['t'] if 't' in core_result else ''))
 
 
+def reader_checks(q8, checks, tmp):
+    """This script's reader refuses damaged int8 files (the digest fixed
+    up where the damage is behind it)."""
+    with open(q8, 'rb') as f:
+        good = f.read()
+    (H,) = struct.unpack('<I', good[12:16])
+    start = 56 + H
+    entries = json.loads(good[56:start].decode())['tensors']
+    wte = entries[0]
+
+    def redigest(b):
+        b = bytearray(b)
+        b[24:56] = hashlib.sha256(bytes(b[start:])).digest()
+        return bytes(b)
+
+    def level(b, value):  # the first level of wpe
+        b = bytearray(b)
+        b[start + entries[1]['offset']] = value
+        return bytes(b)
+
+    cases = [('truncated', good[:-1]),
+             ('a flipped payload bit', good[:start + 5] + bytes([good[start + 5] ^ 1]) +
+              good[start + 6:]),
+             ('a level -128', redigest(level(good, 0x80))),
+             ('version 1', good[:8] + struct.pack('<I', 1) + good[12:])]
+    pad = wte['offset'] + wte['bytes']
+    if pad % 64:
+        b = bytearray(good)
+        b[start + pad] = 1
+        cases.append(('non-zero padding after wte', redigest(bytes(b))))
+    path = os.path.join(tmp, 'damaged.lockstep')
+    print('damaged int8 files (each must be refused by this reader):')
+    for what, data in cases:
+        with open(path, 'wb') as f:
+            f.write(data)
+        try:
+            read_q8_file(path)
+        except FormatError as e:
+            checks.passed += 1
+            print('  ok   %s: %s' % (what, str(e).split(': ', 1)[1]))
+        else:
+            checks.failed += 1
+            print('  FAIL %s: accepted' % what)
+
+
 def mutation_checks(hf, lockstep, n, seed, checks, tmp):
     """Each MUTATIONS entry run against lockstep's logits (and payload):
     each must differ somewhere. A mutation the comparison cannot see fails."""
@@ -857,6 +902,7 @@ def mutation_checks(hf, lockstep, n, seed, checks, tmp):
     rng = np.random.Generator(np.random.PCG64(seed))
     tokens = rng.integers(0, cfg['n_vocab'], n).tolist()
     ref = lockstep_logits(lockstep, q8, tokens, cfg['n_vocab'], os.path.join(tmp, 'm.f32'))
+    reader_checks(q8, checks, tmp)
     print('mutations on %s (each must be seen):' % hf)
     for name, what in MUTATIONS.items():
         MUTATION = name
@@ -890,7 +936,7 @@ def main():
     ap.add_argument('--keep', help='keep the random 124M folder here')
     ap.add_argument('--mutations', action='store_true',
                     help='also show that deliberate deviations (MUTATIONS) are seen, '
-                    'on the first --hf model')
+                    'and that damaged int8 files are refused, on the first --hf model')
     args = ap.parse_args()
     checks = Checks()
     core = CoreLib(args.core_lib) if args.core_lib else None
