@@ -174,7 +174,7 @@ class Model:
             self._h).decode()
 
     def close(self):
-        if getattr(self, "_h", None):
+        if getattr(self, "_h", None) and _lib is not None:
             _lib.lockstep_model_free(self._h)
             self._h = None
 
@@ -222,7 +222,7 @@ class Session:
         _lib.lockstep_session_reset(self._h)
 
     def close(self):
-        if getattr(self, "_h", None):
+        if getattr(self, "_h", None) and _lib is not None:
             _lib.lockstep_session_free(self._h)
             self._h = None
 
@@ -248,7 +248,7 @@ class Sampler:
         return t.value
 
     def close(self):
-        if getattr(self, "_h", None):
+        if getattr(self, "_h", None) and _lib is not None:
             _lib.lockstep_sampler_free(self._h)
             self._h = None
 
@@ -306,7 +306,7 @@ class Tokenizer:
         return buf.raw[:n.value]
 
     def close(self):
-        if getattr(self, "_h", None):
+        if getattr(self, "_h", None) and _lib is not None:
             _lib.lockstep_tokenizer_free(self._h)
             self._h = None
 
