@@ -20,6 +20,8 @@ namespace lockstep::cpu {
 namespace {
 
 constexpr int kGroup = LS_Q8_GROUP, kPanel = LS_Q8_PANEL;
+// Decode's software prefetch distance (q8_kernels_avx512.cc says why).
+constexpr size_t kAhead = 3 * (kGroup + 2) * kPanel;
 
 bool quantize_avx2(const float* x, int K, int8_t* q, float* s) {
   const __m256 zero = _mm256_setzero_ps();
@@ -96,6 +98,13 @@ void panel_tile(const int8_t* q, size_t qs, const float* s, size_t ss,
         std::memcpy(&quad, q + size_t(t) * qs + g * kGroup + 4 * i, 4);
         xs[t] = _mm256_set1_epi32(quad);
         xa[t] = _mm256_abs_epi8(xs[t]);
+      }
+      if (NP == 1 && NV == 8) {  // decode: as q8_kernels_avx512.cc
+        for (int j = 0; j < 4; ++j) {
+          _mm_prefetch(reinterpret_cast<const char*>(blk + kAhead +
+                                                     (i * kPanel + 16 * j) * 4),
+                       _MM_HINT_T0);
+        }
       }
       for (int j = 0; j < NV; ++j) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
