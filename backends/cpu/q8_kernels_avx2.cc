@@ -99,7 +99,7 @@ void panel_tile(const int8_t* q, size_t qs, const float* s, size_t ss,
         xs[t] = _mm256_set1_epi32(quad);
         xa[t] = _mm256_abs_epi8(xs[t]);
       }
-      if (NP == 1 && NV == 8) {  // decode: as q8_kernels_avx512.cc
+      if (NP == 1 && NV == 8 && g + 3 < G) {  // decode: as the VNNI table
         for (int j = 0; j < 4; ++j) {
           _mm_prefetch(reinterpret_cast<const char*>(blk + kAhead +
                                                      (i * kPanel + 16 * j) * 4),

@@ -14,6 +14,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/q8_kernels.h"
@@ -26,7 +27,8 @@ constexpr int kGroup = LS_Q8_GROUP, kPanel = LS_Q8_PANEL;
 // Decode's software prefetch distance: three group blocks (12,672 bytes)
 // ahead of the loads (below).
 constexpr size_t kBlock = (kGroup + 2) * kPanel;  // 4,224 bytes
-constexpr size_t kAhead = 3 * kBlock;
+constexpr int kAheadBlocks = 3;
+constexpr size_t kAhead = kAheadBlocks * kBlock;
 // Positions per register tile in a batch: 4 x NP sums + 4 weights + 2.
 constexpr int kTile = 4;
 
@@ -82,23 +84,29 @@ void panel_one(const int8_t* q, const float* s, const uint8_t* p, int K,
   const int G = K / kGroup;
   __m512 acc[4];
   for (int j = 0; j < 4; ++j) acc[j] = _mm512_setzero_ps();
+  // The panel's first kAheadBlocks blocks, before the loop's own
+  // prefetches take over (they stop kAheadBlocks before the panel's end:
+  // the next panel is usually another member's).
+  for (size_t b = 0; b < size_t(std::min(G, kAheadBlocks)) * kBlock; b += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + b), _MM_HINT_T0);
+  }
   for (int g = 0; g < G; ++g) {
     const uint8_t* blk = p + size_t(g) * kBlock;
     __m512i isum[4];
     for (int j = 0; j < 4; ++j) isum[j] = _mm512_setzero_si512();
     for (int i = 0; i < kGroup / 4; ++i) {
       // Decode streams the weights from memory once: every line is
-      // prefetched kAhead bytes before it is loaded (past the panel's end
-      // that is the next panel, which the caller usually reads next;
-      // prefetches never fault). One thread's decode went from 94 to 166
-      // tok/s (124M, this VM) with a line touched per 4 KB page, to 207
-      // with every line, the same from 8 to 32 KB ahead: the hardware
+      // prefetched kAhead bytes before it is loaded. One thread's decode went
+      // from 94 to 166 tok/s (124M, this VM) with a line touched per 4 KB page,
+      // to 207 with every line, the same from 8 to 32 KB ahead: the hardware
       // prefetchers stop at page boundaries, and the loop's dpbusd chains
       // keep the out-of-order window from running far ahead.
-      for (int j = 0; j < 4; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(blk + kAhead +
-                                                   (i * kPanel + 16 * j) * 4),
-                     _MM_HINT_T0);
+      if (g + kAheadBlocks < G) {
+        for (int j = 0; j < 4; ++j) {
+          _mm_prefetch(reinterpret_cast<const char*>(blk + kAhead +
+                                                     (i * kPanel + 16 * j) * 4),
+                       _MM_HINT_T0);
+        }
       }
       int32_t quad;
       std::memcpy(&quad, q + g * kGroup + 4 * i, 4);
