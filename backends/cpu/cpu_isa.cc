@@ -70,9 +70,6 @@ const CpuQ8Kernels* q8_kernels_for(const std::string& isa) {
   }
   if (isa == "avx2") return &q8_kernels_avx2();
 #endif
-#if defined(__aarch64__) && defined(LOCKSTEP_HAVE_Q8_NEON)
-  if (isa == "neon") return &q8_kernels_neon();
-#endif
   return &q8_kernels_generic();
 }
 

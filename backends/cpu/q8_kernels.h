@@ -1,7 +1,8 @@
 // The CPU backend's int8 kernels (docs/arithmetic.md §7), one table per
 // instruction set, each in its own translation unit with that ISA's flags
-// (q8_kernels_avx512.cc: AVX-512 VNNI; q8_kernels_avx2.cc; q8_kernels_neon.cc;
-// q8_kernels_generic.cc, the core's loops). The backend picks one table at
+// (q8_kernels_avx512.cc: AVX-512 VNNI; q8_kernels_avx2.cc;
+// q8_kernels_generic.cc, the core's loops, also AArch64's until a NEON
+// table exists). The backend picks one table at
 // creation (q8_kernels_for).
 //
 // Why every table gives the reference's bits: the integer group sums are
@@ -21,7 +22,7 @@
 namespace lockstep::cpu {
 
 struct CpuQ8Kernels {
-  const char* isa;  // "avx512-vnni", "avx2", "neon", "generic"
+  const char* isa;  // "avx512-vnni", "avx2", "generic"
   // §7.2 for one position's input x[0..K) (K a multiple of 64): levels
   // q[0..K), scales s[0..K/64). false (q, s undefined) when some x[k] is
   // NaN or infinite.
@@ -43,8 +44,6 @@ const CpuQ8Kernels* q8_kernels_for(const std::string& isa);
 
 const CpuQ8Kernels& q8_kernels_avx512_vnni();
 const CpuQ8Kernels& q8_kernels_avx2();
-// AArch64 only.
-const CpuQ8Kernels& q8_kernels_neon();
 const CpuQ8Kernels& q8_kernels_generic();
 
 }  // namespace lockstep::cpu
