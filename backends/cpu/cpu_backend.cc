@@ -647,6 +647,10 @@ class CpuBackend final : public Gpt2Backend {
   // A block's LayerNorm parameters and biases (binary32 in both formats).
   struct LayerParams {
     const float *ln1_g, *ln1_b, *attn_b, *proj_b, *ln2_g, *ln2_b, *fc_b, *out_b;
+    // int8: the four quantized matrices (c_attn, attn.c_proj, c_fc,
+    // mlp.c_proj), else null.
+    const uint8_t *q_attn = nullptr, *q_proj = nullptr, *q_fc = nullptr,
+                  *q_out = nullptr;
   };
   LayerParams layer_params(int l) const {
     if (q8_) {
@@ -654,8 +658,9 @@ class CpuBackend final : public Gpt2Backend {
       auto f = [this](size_t at) {
         return reinterpret_cast<const float*>(q8_ + at);
       };
-      return {f(b.ln1_g), f(b.ln1_b), f(b.attn_b), f(b.proj_b),
-              f(b.ln2_g), f(b.ln2_b), f(b.fc_b),   f(b.out_b)};
+      return {f(b.ln1_g),     f(b.ln1_b),     f(b.attn_b),  f(b.proj_b),
+              f(b.ln2_g),     f(b.ln2_b),     f(b.fc_b),    f(b.out_b),
+              q8_ + b.attn_w, q8_ + b.proj_w, q8_ + b.fc_w, q8_ + b.out_w};
     }
     const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
     return {w_ + b.ln1_g, w_ + b.ln1_b, w_ + b.attn_b, w_ + b.proj_b,
@@ -676,12 +681,11 @@ class CpuBackend final : public Gpt2Backend {
                                       : b.out_b;
     const bool gelu = ph == kFc;
     if (q8_) {
-      const ls_gpt2_q8_block o = ls_gpt2_q8_block_offsets(&c_, l);
-      const size_t at = ph == kAttnIn ? o.attn_w
-                        : ph == kProj ? o.proj_w
-                        : ph == kFc   ? o.fc_w
-                                      : o.out_w;
-      q8_product(counter(l, ph), q8_ + at, bias, K, N, x, xs, n, y, ys, gelu, m,
+      const uint8_t* mat = ph == kAttnIn ? b.q_attn
+                           : ph == kProj ? b.q_proj
+                           : ph == kFc   ? b.q_fc
+                                         : b.q_out;
+      q8_product(counter(l, ph), mat, bias, K, N, x, xs, n, y, ys, gelu, m,
                  [](int, int) {});
       return;
     }
