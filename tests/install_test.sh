@@ -12,8 +12,8 @@
 #  5. every build prints fixture A's greedy tokens (HF's first eight).
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
-build=$(cd "$1" && pwd)
-src=$(cd "$2" && pwd)
+build=$(cd "$1" && pwd -P)
+src=$(cd "$2" && pwd -P)
 work=$build/install-test
 prefix=$work/prefix
 rm -rf "$work"
@@ -79,8 +79,14 @@ cmake --build "$work/cmake" -j 2 >"$work/build.log" 2>&1 ||
 run_check "find_package C++ (static)" env LOCKSTEP_DATA="$data" "$work/cmake/embed" "$fixture" "$prompt"
 run_check "find_package C (static)" "$work/cmake/embed_c" "$fixture" "$data" "$prompt"
 [ -x "$work/cmake/embed_c_shared" ] || fail "no lockstep::lockstep_shared"
-ldd "$work/cmake/embed_c_shared" | grep -q "$libdir/liblockstep.so" ||
-  fail "embed_c_shared does not load $libdir/liblockstep.so"
+# The loader's choice, compared as real paths (the build folder may sit
+# under a symbolic link, which the RUNPATH and ldd resolve differently),
+# without an inherited LD_LIBRARY_PATH (which outranks RUNPATH).
+loaded=$(env -u LD_LIBRARY_PATH ldd "$work/cmake/embed_c_shared" |
+  awk '$1 ~ /^liblockstep\.so/ { print $3 }')
+[ -n "$loaded" ] && [ "$(readlink -f "$loaded")" = "$(readlink -f "$libdir/liblockstep.so")" ] ||
+  fail "embed_c_shared loads '${loaded:-nothing}', not $libdir/liblockstep.so:
+$(env -u LD_LIBRARY_PATH ldd "$work/cmake/embed_c_shared")"
 run_check "find_package C (shared)" "$work/cmake/embed_c_shared" "$fixture" "$data" "$prompt"
 
 # 4. pkg-config.
