@@ -1,0 +1,95 @@
+// lockstep-web.wasm's controller (wasm/lsw_web.c) against lockstep.wasm's
+// own cached step and prefill, in Node.js, through web/lockstep-web.mjs:
+// every logit of the prompt's last position and of every generated step,
+// compared bit for bit, with the module's own (core) products; plus the
+// page's checkpoint readers: Hugging Face safetensors and the packed file
+// `lockstep convert` wrote of the same weights give the same payload.
+//   node controller_test.mjs WASM_DIR HF_DIR PACKED_FILE
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  WasmSession, WebSession, loadModule, readCheckpoint, readSafetensors,
+  bytesSource, firstDifference, bitsHex, LockstepError,
+} from '../../web/lockstep-web.mjs';
+import { fileFetch } from './node_fetch.mjs';
+
+const [wasmDir, hfDir, packedPath] = process.argv.slice(2);
+let failures = 0;
+const fail = (m) => { console.log('FAIL ' + m); ++failures; };
+
+function compare(what, a, b) {
+  const i = firstDifference(a, b);
+  if (i >= 0) {
+    fail(`${what}: logit ${i} differs: ${bitsHex(a[i])} vs ${bitsHex(b[i])}`);
+    return false;
+  }
+  return true;
+}
+
+const simd = await loadModule(join(wasmDir, 'lockstep.wasm'), fileFetch);
+const web = await loadModule(join(wasmDir, 'lockstep-web.wasm'), fileFetch);
+const hf = await readSafetensors(
+    bytesSource('model.safetensors',
+                await readFile(join(hfDir, 'model.safetensors'))),
+    await readFile(join(hfDir, 'config.json'), 'utf8'));
+const packed = await readCheckpoint(
+    bytesSource(packedPath, await readFile(packedPath)));
+if (firstDifference(new Float32Array(hf.payload.buffer),
+                    new Float32Array(packed.payload.buffer.slice(
+                        packed.payload.byteOffset,
+                        packed.payload.byteOffset + packed.payload.length))) >= 0 ||
+    hf.payload.length !== packed.payload.length) {
+  fail('the safetensors reader and the packed reader give different payloads');
+}
+
+// Seeded random prompts (SplitMix-like LCG), lengths 1..20, 12 steps each.
+let state = 0x5eed1234;
+const rnd = (n) => {
+  state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+  return state % n;
+};
+let compared = 0;
+for (let round = 0; round < 6; ++round) {
+  const V = hf.config.n_vocab;
+  const prompt = Array.from({ length: 1 + rnd(20) }, () => rnd(V));
+  const a = WasmSession.open(simd, hf);
+  const b = WebSession.open(web, hf, 1 + rnd(8));  // prefill in chunks
+  let la = a.prefill(prompt), lb = await b.prefill(prompt);
+  if (!compare(`round ${round} prompt`, la, lb)) continue;
+  ++compared;
+  for (let step = 0; step < 12; ++step) {
+    const ta = a.sample(0, 1), tb = b.sample(0, 1);
+    if (ta !== tb) fail(`round ${round} step ${step}: token ${ta} vs ${tb}`);
+    la = a.step(ta);
+    lb = await b.step(tb);
+    if (!compare(`round ${round} step ${step}`, la, lb)) break;
+    ++compared;
+  }
+}
+// Bad input is an error, not a crash.
+const s = WebSession.open(web, hf);
+try {
+  await s.prefill([hf.config.n_vocab]);
+  fail('a token outside the vocabulary was accepted');
+} catch (e) {
+  if (!(e instanceof LockstepError)) fail(`bad token: ${e}`);
+}
+try {
+  await readCheckpoint(bytesSource('short', new Uint8Array(10)));
+  fail('a 10-byte checkpoint was accepted');
+} catch (e) {
+  if (!(e instanceof LockstepError)) fail(`short checkpoint: ${e}`);
+}
+try {
+  const bad = await readFile(join(wasmDir, 'lockstep-web.wasm'));
+  bad[100] ^= 1;
+  await loadModule('x', async (u) => u === 'x'
+      ? { ok: true, arrayBuffer: async () => bad.buffer }
+      : fileFetch(join(wasmDir, 'lockstep-web.wasm.sha256')));
+  fail('a module with a changed byte was accepted');
+} catch (e) {
+  if (!/refusing WebAssembly module/.test(e.message)) fail(`module: ${e}`);
+}
+console.log(`${compared} logit vectors equal (${hf.config.n_vocab} each), ` +
+            `${failures} failures`);
+process.exit(failures ? 1 : 0);
