@@ -1,17 +1,24 @@
 // The CPU backend on grouped int8 weights (docs/arithmetic.md §7,
 // backends/cpu/q8_kernels.h) against the int8 reference (core/ls_q8.c,
 // core/ls_gpt2_q8.c), byte for byte:
-//  - the kernels of every int8 table this machine runs: the quantization
-//    of seeded random inputs (ties, all-zero and tiny groups included) and
-//    the panel product for 1 .. 9 positions, full and narrow panels;
-//  - the backend on every ISA and thread count (1, 2, 3, 4, 8): cached
-//    steps, full passes, chunked prefills with every position's logits,
-//    and the cache words, on random models and the Hugging Face fixture;
+//  - the kernels of every int8 table this machine runs (x86-64: generic,
+//    avx2, avx512-vnni; AArch64: generic, neon, and neon-sdot where the
+//    dotprod extension is): the quantization of seeded random inputs
+//    (ties, all-zero and tiny groups included) and the panel product for
+//    1 .. 9 positions, full and narrow panels;
+//  - the backend on every ISA and thread count (1, 2, 3, 4, 8, or the list
+//    in LOCKSTEP_Q8_TEST_THREADS): cached steps, full passes, chunked
+//    prefills with every position's logits, and the cache words, on random
+//    models and the Hugging Face fixture;
 //  - a non-finite projection input gives the reference's status.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,6 +61,43 @@ std::vector<const CpuQ8Kernels*> Tables() {
     if (!seen) out.push_back(&cpu::q8_kernels_avx2());
   }
 #endif
+#if defined(__aarch64__)
+  // The plain NEON table is the one of cores without the dotprod
+  // extension: check it on every AArch64 machine (under qemu too).
+  if (cpu::isa_supported("neon")) {
+    bool seen = false;
+    for (const CpuQ8Kernels* o : out)
+      seen = seen || o == &cpu::q8_kernels_neon();
+    if (!seen) out.push_back(&cpu::q8_kernels_neon());
+  }
+#endif
+  return out;
+}
+
+// The thread counts of the backend tests: kThreadCounts, or the list in
+// LOCKSTEP_Q8_TEST_THREADS (e.g. "1,2": scripts/test-arm64.sh under qemu).
+std::vector<int> ThreadCounts() {
+  const char* env = std::getenv("LOCKSTEP_Q8_TEST_THREADS");
+  if (!env || !*env)
+    return {std::begin(kThreadCounts), std::end(kThreadCounts)};
+  std::vector<int> out;
+  const std::string list = env;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, end - at);
+    int v = 0;
+    bool ok = !item.empty() && item.size() <= 3;
+    for (char ch : item) ok = ok && ch >= '0' && ch <= '9';
+    if (ok) v = std::stoi(item);
+    if (!ok || v < 1 || v > 64) {
+      ADD_FAILURE() << "LOCKSTEP_Q8_TEST_THREADS=\"" << list
+                    << "\": want thread counts 1..64 separated by commas";
+      return {1};
+    }
+    out.push_back(v);
+    at = end + 1;
+  }
   return out;
 }
 
@@ -99,6 +143,18 @@ std::vector<float> QuantizeInput(int K, uint64_t seed) {
   }
   return x;
 }
+
+#if defined(__aarch64__)
+TEST(Q8Kernels, NeonTakesSdotOnlyWithTheDotprodExtension) {
+  // Under qemu-aarch64's default CPU (which has dotprod) the sdot table;
+  // under -cpu cortex-a53 (which has not) the plain one.
+  ASSERT_TRUE(cpu::isa_supported("neon"));
+  const CpuQ8Kernels* k = cpu::q8_kernels_for("neon");
+  ASSERT_NE(nullptr, k);
+  EXPECT_STREQ(cpu::q8_kernels_neon_has_sdot() ? "neon-sdot" : "neon", k->isa);
+  std::printf("neon int8 table: %s\n", k->isa);
+}
+#endif
 
 TEST(Q8Kernels, QuantizeIsTheReferences) {
   for (const CpuQ8Kernels* k : Tables()) {
@@ -206,7 +262,7 @@ void CheckBackends(const Model& m, int n, uint64_t seed) {
   const Trace want = RunTrace(*ref, m.c, tokens, prefixes);
   const size_t row = ls_gpt2_cache_row_floats(&m.c), V = size_t(m.c.n_vocab);
   for (const std::string& isa : cpu::supported_isas()) {
-    for (int threads : kThreadCounts) {
+    for (int threads : ThreadCounts()) {
       auto b = make_gpt2_q8_backend("cpu-" + isa, m.c, m.q8.data(), m.q8.size(),
                                     threads, 0);
       const std::string what = b->name();

@@ -70,7 +70,23 @@ const CpuQ8Kernels* q8_kernels_for(const std::string& isa) {
   }
   if (isa == "avx2") return &q8_kernels_avx2();
 #endif
+#if defined(__aarch64__)
+  if (isa == "neon") {
+    return q8_kernels_neon_has_sdot() ? &q8_kernels_neon_sdot()
+                                      : &q8_kernels_neon();
+  }
+#endif
   return &q8_kernels_generic();
 }
+
+#if defined(__aarch64__)
+bool q8_kernels_neon_has_sdot() {
+#if defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+  return false;  // no portable check elsewhere: the plain table
+#endif
+}
+#endif
 
 }  // namespace lockstep::cpu

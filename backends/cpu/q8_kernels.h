@@ -1,9 +1,9 @@
 // The CPU backend's int8 kernels (docs/arithmetic.md §7), one table per
 // instruction set, each in its own translation unit with that ISA's flags
 // (q8_kernels_avx512.cc: AVX-512 VNNI; q8_kernels_avx2.cc;
-// q8_kernels_generic.cc, the core's loops, also AArch64's until a NEON
-// table exists). The backend picks one table at
-// creation (q8_kernels_for).
+// q8_kernels_neon.cc: AArch64 Advanced SIMD, and q8_kernels_neon_sdot.cc
+// with the dotprod extension; q8_kernels_generic.cc, the core's loops).
+// The backend picks one table at creation (q8_kernels_for).
 //
 // Why every table gives the reference's bits: the integer group sums are
 // exact (|isum| <= 64 * 127 * 127 < 2^24), so each ISA may form them with
@@ -22,7 +22,7 @@
 namespace lockstep::cpu {
 
 struct CpuQ8Kernels {
-  const char* isa;  // "avx512-vnni", "avx2", "generic"
+  const char* isa;  // "avx512-vnni", "avx2", "neon-sdot", "neon", "generic"
   // §7.2 for one position's input x[0..K) (K a multiple of 64): levels
   // q[0..K), scales s[0..K/64). false (q, s undefined) when some x[k] is
   // NaN or infinite.
@@ -38,13 +38,21 @@ struct CpuQ8Kernels {
 
 // The table for a binary32 kernel ISA ("avx512", "avx2", "neon",
 // "generic"): the best int8 kernels that ISA's machines have (avx512 with
-// VNNI takes the VNNI table, without it the AVX2 one). Null when the CPU
-// cannot run it.
+// VNNI takes the VNNI table, without it the AVX2 one; neon with the dotprod
+// extension the sdot table, without it the plain NEON one). Null when the
+// CPU cannot run it.
 const CpuQ8Kernels* q8_kernels_for(const std::string& isa);
 
 const CpuQ8Kernels& q8_kernels_avx512_vnni();
 const CpuQ8Kernels& q8_kernels_avx2();
 const CpuQ8Kernels& q8_kernels_generic();
+#if defined(__aarch64__)
+const CpuQ8Kernels& q8_kernels_neon();
+// Only on a CPU with the dotprod extension (q8_kernels_neon_has_sdot).
+const CpuQ8Kernels& q8_kernels_neon_sdot();
+// Whether the kernel reports the dotprod extension (HWCAP_ASIMDDP).
+bool q8_kernels_neon_has_sdot();
+#endif
 
 }  // namespace lockstep::cpu
 
