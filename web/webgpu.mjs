@@ -7,26 +7,23 @@
 // multiple of 16, 16 contiguous blocks of L = K/16 terms, each summed from
 // +0.0 in increasing k; the block sums combined by the halving tree (h = 8,
 // 4, 2, 1: s[i] = s[i] + s[i+h]); the bias added last. Otherwise one
-// sequential sum from +0.0. The output head reads wte row-major (logits[v]
-// = dot(h, wte[v]), no bias). Every product's bits pass through an integer
+// sequential sum from +0.0. W is input-major, W[k][o] at k * nout + o;
+// the output head (logits[v] = dot(h, wte[v]), no bias) gets wte
+// transposed. Every product's bits pass through an integer
 // XOR with a uniform that is 0 at run time but unknown to the compiler, so
 // the product must be rounded to binary32 before the add: no compiler can
 // contract it into a fused multiply-add.
+//
+// Subnormals: where the probes find them flushed (SwiftShader does), the
+// host runs a product on WebGPU only when none can occur in it (see
+// subnormalFree below) and computes it in WebAssembly otherwise.
 
 const KERNEL = /* wgsl */ `
-// check: set where the probes found subnormals flushed. Every operand and
-// result is then tested on its bits (integer operations, which no
-// flush-to-zero mode touches): a subnormal operand or result, a product of
-// nonzero factors that came out zero, or a sum that came out zero without
-// its terms being exact negatives (or both zero) sets flag[0], and the host
-// computes that product in WebAssembly instead. (IEEE gives a subnormal
-// there, or a zero the check cannot tell from a flushed one.)
-override check: bool = true;
 struct Params {
   n: u32,      // positions
   k: u32,      // inputs per position
   nout: u32,   // outputs (this dispatch)
-  mode: u32,   // bit 0: add the bias; bit 1: W row-major [nout, k] (head)
+  mode: u32,   // bit 0: add the bias
   zero: u32,   // 0, unknown to the compiler
   pad0: u32, pad1: u32, pad2: u32,
 }
@@ -35,38 +32,20 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read> b: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-@group(0) @binding(5) var<storage, read_write> flag: array<atomic<u32>>;
-
-var<private> bad: bool = false;
-
-fn mag(v: f32) -> u32 { return bitcast<u32>(v) & 0x7fffffffu; }
-fn subnormal(m: u32) -> bool { return m != 0u && m < 0x00800000u; }
 
 // a * c rounded to binary32 on its own (see the file's comment).
 fn prod(a: f32, c: f32) -> f32 {
-  let r = bitcast<f32>(bitcast<u32>(a * c) ^ p.zero);
-  if (check) {
-    let ma = mag(a); let mc = mag(c); let mr = mag(r);
-    if (subnormal(ma) || subnormal(mc) || subnormal(mr) ||
-        (mr == 0u && ma != 0u && mc != 0u)) { bad = true; }
-  }
-  return r;
+  return bitcast<f32>(bitcast<u32>(a * c) ^ p.zero);
 }
 
-fn add(a: f32, c: f32) -> f32 {
-  let r = a + c;
-  if (check) {
-    let ua = bitcast<u32>(a); let uc = bitcast<u32>(c); let mr = mag(r);
-    let exact_zero = ua == (uc ^ 0x80000000u) ||
-                     ((ua & 0x7fffffffu) == 0u && (uc & 0x7fffffffu) == 0u);
-    if (subnormal(mr) || (mr == 0u && !exact_zero)) { bad = true; }
+// One §2.1 block: +0.0, then x[k] * W[k][o] added for k in increasing
+// order.
+fn block(xo: u32, k0: u32, L: u32, o: u32) -> f32 {
+  var acc = 0.0f;
+  for (var i = 0u; i < L; i = i + 1u) {
+    acc = acc + prod(x[xo + k0 + i], w[(k0 + i) * p.nout + o]);
   }
-  return r;
-}
-
-fn weight(k: u32, o: u32) -> f32 {
-  if ((p.mode & 2u) != 0u) { return w[o * p.k + k]; }
-  return w[k * p.nout + o];
+  return acc;
 }
 
 @compute @workgroup_size(64)
@@ -77,32 +56,27 @@ fn matmul(@builtin(global_invocation_id) gid: vec3<u32>) {
   let xo = t * p.k;
   var r: f32;
   if (p.k % 16u == 0u) {
-    var s: array<f32, 16>;
+    // The 16 block sums, then the halving tree h = 8, 4, 2, 1 written
+    // out: s[i] = s[i] + s[i + h].
     let L = p.k / 16u;
-    for (var blk = 0u; blk < 16u; blk = blk + 1u) {
-      var acc = 0.0f;
-      let k0 = blk * L;
-      for (var i = 0u; i < L; i = i + 1u) {
-        acc = add(acc, prod(x[xo + k0 + i], weight(k0 + i, o)));
-      }
-      s[blk] = acc;
-    }
-    for (var h = 8u; h > 0u; h = h / 2u) {
-      for (var i = 0u; i < h; i = i + 1u) {
-        s[i] = add(s[i], s[i + h]);
-      }
-    }
-    r = s[0];
+    var s0 = block(xo, 0u, L, o);   var s1 = block(xo, L, L, o);
+    var s2 = block(xo, 2u * L, L, o);  var s3 = block(xo, 3u * L, L, o);
+    var s4 = block(xo, 4u * L, L, o);  var s5 = block(xo, 5u * L, L, o);
+    var s6 = block(xo, 6u * L, L, o);  var s7 = block(xo, 7u * L, L, o);
+    let s8 = block(xo, 8u * L, L, o);  let s9 = block(xo, 9u * L, L, o);
+    let s10 = block(xo, 10u * L, L, o); let s11 = block(xo, 11u * L, L, o);
+    let s12 = block(xo, 12u * L, L, o); let s13 = block(xo, 13u * L, L, o);
+    let s14 = block(xo, 14u * L, L, o); let s15 = block(xo, 15u * L, L, o);
+    s0 = s0 + s8; s1 = s1 + s9; s2 = s2 + s10; s3 = s3 + s11;
+    s4 = s4 + s12; s5 = s5 + s13; s6 = s6 + s14; s7 = s7 + s15;
+    s0 = s0 + s4; s1 = s1 + s5; s2 = s2 + s6; s3 = s3 + s7;
+    s0 = s0 + s2; s1 = s1 + s3;
+    r = s0 + s1;
   } else {
-    var acc = 0.0f;
-    for (var k = 0u; k < p.k; k = k + 1u) {
-      acc = add(acc, prod(x[xo + k], weight(k, o)));
-    }
-    r = acc;
+    r = block(xo, 0u, p.k, o);
   }
-  if ((p.mode & 1u) != 0u) { r = add(r, b[o]); }
+  if ((p.mode & 1u) != 0u) { r = r + b[o]; }
   y[t * p.nout + o] = r;
-  if (bad) { atomicStore(&flag[0], 1u); }
 }
 `;
 
@@ -235,15 +209,42 @@ export async function runProbes(device) {
   return verdicts(r);
 }
 
+// The smallest biased exponent field among the nonzero words of a binary32
+// array (256 when all are zero; a subnormal's is 0).
+export function minExponent(f) {
+  const u = new Uint32Array(f.buffer, f.byteOffset, f.length);
+  let m = 256;
+  for (let i = 0; i < u.length; ++i) {
+    const v = u[i] & 0x7fffffff;
+    if (v !== 0) {
+      const e = v >>> 23;
+      if (e < m) m = e;
+    }
+  }
+  return m;
+}
+
+// Whether a product y = x . W (+ b) in the §2.1/§2.2 order can meet a
+// subnormal operand or result, from the smallest exponents of x, W and b
+// (minExponent). It cannot when every nonzero product has |x w| >= 2^-103
+// and every nonzero bias |b| >= 2^-103: all terms, and so every partial
+// sum, are then multiples of 2^-126 (2^(E - 23) for the smallest term
+// exponent E >= -103), so a nonzero exact sum is at least 2^-126, and its
+// rounding too. Flush-to-zero and denormals-are-zero then change nothing.
+export function subnormalFree(ex, ew, eb) {
+  if (ex === 256 || ew === 256) return eb === 256 || eb - 127 >= -103;
+  return (ex - 127) + (ew - 127) >= -103 && (eb === 256 || eb - 127 >= -103);
+}
+
 // §2.1/§2.2 in JavaScript: each binary32 operation as Math.fround of the
 // binary64 result, which is the binary32 result (binary64 has more than
 // 2 * 24 + 2 bits, so + - * of binary32 values round once, correctly).
-function referenceMatmul(x, w, b, n, K, N, head) {
+function referenceMatmul(x, w, b, n, K, N) {
   const f = Math.fround;
   const y = new Float32Array(n * N);
   for (let t = 0; t < n; ++t) {
     for (let o = 0; o < N; ++o) {
-      const wt = (k) => (head ? w[o * K + k] : w[k * N + o]);
+      const wt = (k) => w[k * N + o];
       let r;
       if (K % 16 === 0) {
         const L = K / 16, s = new Array(16).fill(0);
@@ -271,13 +272,14 @@ function referenceMatmul(x, w, b, n, K, N, head) {
 
 // The product kernel on small seeded inputs against referenceMatmul, bit
 // for bit, and two inputs that make subnormals (a product, and a sum of
-// two normal products), which must raise the flag. Returns rows for the
-// page's table.
-export async function kernelSelfTest(device, check) {
+// two normal products): what the adapter gives there, and that
+// subnormalFree refuses them (the host would compute them in WebAssembly).
+// Returns rows for the page's table.
+export async function kernelSelfTest(device) {
   const pipeline = device.createComputePipeline({
     layout: 'auto',
     compute: { module: device.createShaderModule({ code: KERNEL }),
-               entryPoint: 'matmul', constants: { check: check ? 1 : 0 } } });
+               entryPoint: 'matmul' } });
   let seed = 0x2545f491;
   const rnd = () => {  // xorshift32, values in about [-2, 2)
     seed ^= seed << 13; seed >>>= 0;
@@ -289,7 +291,8 @@ export async function kernelSelfTest(device, check) {
   const cases = [
     { name: '3 positions, K 48, 70 outputs, bias', n: 3, K: 48, N: 70 },
     { name: '2 positions, K 5 (sequential), 3 outputs', n: 2, K: 5, N: 3 },
-    { name: 'head: K 32, 40 rows', n: 1, K: 32, N: 40, head: true },
+    { name: 'no bias: K 32, 40 outputs (the head)', n: 1, K: 32, N: 40,
+      head: true },
     { name: 'a subnormal product', n: 1, K: 16, N: 1, sub: 'product' },
     { name: 'a subnormal sum of normal products', n: 1, K: 2, N: 1,
       sub: 'sum' },
@@ -315,14 +318,13 @@ export async function kernelSelfTest(device, check) {
       return g;
     };
     const S = GPUBufferUsage.STORAGE;
-    const u = buf(new Uint32Array([c.n, c.K, c.N, c.head ? 2 : b ? 1 : 0, 0,
-                                   0, 0, 0]), GPUBufferUsage.UNIFORM);
+    const u = buf(new Uint32Array([c.n, c.K, c.N, b ? 1 : 0, 0, 0, 0, 0]),
+                  GPUBufferUsage.UNIFORM);
     const bx = buf(x, S), bw = buf(w, S), bb = buf(b ?? new Float32Array(4), S);
     const by = buf(new Float32Array(c.n * c.N), S | GPUBufferUsage.COPY_SRC);
-    const bf = buf(new Uint32Array(4), S | GPUBufferUsage.COPY_SRC);
     const bind = device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
-      entries: [u, bx, bw, bb, by, bf].map((g, i) => (
+      entries: [u, bx, bw, bb, by].map((g, i) => (
         { binding: i, resource: { buffer: g } })) });
     const enc = device.createCommandEncoder();
     const pass = enc.beginComputePass();
@@ -333,56 +335,56 @@ export async function kernelSelfTest(device, check) {
     device.queue.submit([enc.finish()]);
     const y = new Float32Array((await readBack(device, by, c.n * c.N * 4))
                                    .buffer);
-    const flag = new Uint32Array((await readBack(device, bf, 16)).buffer)[0];
-    const want = referenceMatmul(x, w, b, c.n, c.K, c.N, !!c.head);
+    const free = subnormalFree(minExponent(x), minExponent(w),
+                               b ? minExponent(b) : 256);
+    const want = referenceMatmul(x, w, b, c.n, c.K, c.N);
     const yu = new Uint32Array(y.buffer), wu = new Uint32Array(want.buffer);
     let diff = -1;
     for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
     const h = (v) => '0x' + v.toString(16).padStart(8, '0');
     let ok, got;
     if (c.sub) {
-      ok = !check || flag === 1;
-      got = `flag ${flag}; ` + (diff < 0 ? 'the GPU result is IEEE\'s'
-          : `the GPU gave ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
-          (flag ? ' (recomputed in WebAssembly)' : '');
+      ok = !free;
+      got = (diff < 0 ? 'the GPU gives IEEE\'s bits'
+          : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
+          (free ? '; NOT refused by the guard' : '; the guard refuses it');
     } else {
-      ok = diff < 0 && flag === 0;
-      got = diff < 0 ? `${yu.length} outputs equal, flag ${flag}`
+      ok = diff < 0 && free;
+      got = diff < 0 ? `${yu.length} outputs equal`
           : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
     }
     rows.push({ name: `kernel: ${c.name}`, ok, got,
-                want: c.sub ? 'flag 1' : 'equal to Math.fround reference' });
-    for (const g of [u, bx, bw, bb, by, bf]) g.destroy();
+                want: c.sub ? 'refused by the guard (WebAssembly computes it)'
+                            : 'equal to the Math.fround reference' });
+    for (const g of [u, bx, bw, bb, by]) g.destroy();
   }
   return rows;
 }
 
 // The projector of a WebSession (web/lockstep-web.mjs): every block matrix
-// and bias uploaded once from the session's plain-layout weights, wte in
-// row chunks that fit the binding limit; each product is one dispatch and
-// one read-back into the session's memory.
+// and bias uploaded once from the session's plain-layout weights, wte
+// transposed in row chunks that fit the binding limit; each product is one
+// dispatch (per head chunk) and one read-back into the session's memory.
+// guard: the adapter flushes subnormals, so a product that subnormalFree
+// does not clear is computed in WebAssembly (web_project_cpu) instead.
 export class GpuProjector {
-  // check: test every operand and result for subnormals (the adapter
-  // flushes them; see the kernel), computing a flagged product in
-  // WebAssembly.
-  constructor(device, session, limits, check = true) {
+  constructor(device, session, limits, guard = true) {
     this.device = device;
-    this.session = session;
-    this.check = check;
+    this.guard = guard;
     this.fallbacks = 0;
+    this.timeMs = [0, 0, 0, 0, 0];  // per product kind (PRODUCT_NAMES)
     this.pipeline = device.createComputePipeline({
       layout: 'auto',
       compute: { module: device.createShaderModule({ code: KERNEL }),
-                 entryPoint: 'matmul', constants: { check: check ? 1 : 0 } } });
+                 entryPoint: 'matmul' } });
     const c = session.config, C = c.n_embd;
     const w = session.weights();
     this.buffers = [];
-    const upload = (offset, words) => {
+    const upload = (data) => {
       const buf = device.createBuffer({
-        size: Math.max(16, words * 4),
+        size: Math.max(16, data.byteLength),
         usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
-      device.queue.writeBuffer(buf, 0, w.buffer, w.byteOffset + offset * 4,
-                               words * 4);
+      device.queue.writeBuffer(buf, 0, data);
       this.buffers.push(buf);
       return buf;
     };
@@ -391,72 +393,79 @@ export class GpuProjector {
     const io = (usage) => device.createBuffer({ size: maxIO * 4, usage });
     this.x = io(GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     this.y = io(GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
-    this.read = device.createBuffer({
-      size: maxIO * 4 + 16,
-      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    this.maxIO = maxIO;
-    this.flag = device.createBuffer({
-      size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
-                       GPUBufferUsage.COPY_DST });
+    this.read = io(GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
     this.uniform = device.createBuffer({
       size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     this.none = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
     // Block matrices by their word offset (the controller's request.w).
     this.mats = new Map();
-    const dims = (l) => {
-      const V = c.n_vocab, T = c.n_ctx;
-      const B = V * C + T * C + l * (12 * C * C + 13 * C);
-      return [[B + 2 * C, C, 3 * C], [B + 5 * C + 3 * C * C, C, C],
-              [B + 8 * C + 4 * C * C, C, 4 * C],
-              [B + 12 * C + 8 * C * C, 4 * C, C]];
-    };
+    const V = c.n_vocab, T = c.n_ctx;
     for (let l = 0; l < c.n_layer; ++l) {
-      for (const [off, K, Nout] of dims(l)) {
-        const wb = upload(off, K * Nout);
-        const bb = upload(off + K * Nout, Nout);
-        this.mats.set(off, [{ w: wb, b: bb, row0: 0, rows: Nout,
-                              bind: this.bind(wb, bb) }]);
+      const B = V * C + T * C + l * (12 * C * C + 13 * C);
+      for (const [off, K, Nout] of [
+        [B + 2 * C, C, 3 * C], [B + 5 * C + 3 * C * C, C, C],
+        [B + 8 * C + 4 * C * C, C, 4 * C], [B + 12 * C + 8 * C * C, 4 * C, C],
+      ]) {
+        const wv = w.subarray(off, off + K * Nout);
+        const bv = w.subarray(off + K * Nout, off + K * Nout + Nout);
+        const wb = upload(wv), bb = upload(bv);
+        this.mats.set(off, { ew: minExponent(wv), eb: minExponent(bv),
+                             parts: [{ row0: 0, rows: Nout,
+                                       bind: this.bind(wb, bb) }] });
       }
     }
-    // The head: wte rows in chunks within the binding limit.
+    // The head: wte rows in chunks within the binding limit, each stored
+    // transposed, [C][rows], so that neighbouring invocations (outputs)
+    // read neighbouring words; every output's sum is the same.
     const maxRows = Math.max(1, Math.floor(
         Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize) /
         (4 * C)));
-    const chunks = [];
-    for (let r0 = 0; r0 < c.n_vocab; r0 += maxRows) {
-      const rows = Math.min(maxRows, c.n_vocab - r0);
-      const wb = upload(r0 * C, rows * C);
-      chunks.push({ w: wb, b: this.none, row0: r0, rows,
-                    bind: this.bind(wb, this.none) });
+    const parts = [];
+    for (let r0 = 0; r0 < V; r0 += maxRows) {
+      const rows = Math.min(maxRows, V - r0);
+      const tr = new Float32Array(rows * C);
+      for (let v = 0; v < rows; ++v) {
+        const base = (r0 + v) * C;
+        for (let k = 0; k < C; ++k) tr[k * rows + v] = w[base + k];
+      }
+      parts.push({ row0: r0, rows, bind: this.bind(upload(tr), this.none) });
     }
-    this.head = chunks;
-    this.headChunks = chunks.length;
+    this.head = { ew: minExponent(w.subarray(0, V * C)), eb: 256, parts };
+    this.headChunks = parts.length;
   }
 
   bind(wb, bb) {
     return this.device.createBindGroup({
       layout: this.pipeline.getBindGroupLayout(0),
-      entries: [{ binding: 0, resource: { buffer: this.uniform } },
-                { binding: 1, resource: { buffer: this.x } },
-                { binding: 2, resource: { buffer: wb } },
-                { binding: 3, resource: { buffer: bb } },
-                { binding: 4, resource: { buffer: this.y } },
-                { binding: 5, resource: { buffer: this.flag } }] });
+      entries: [this.uniform, this.x, wb, bb, this.y].map((buffer, i) => (
+        { binding: i, resource: { buffer } })) });
   }
 
   // request: web/lockstep-web.mjs's pending product.
   async project(session, r) {
-    const dev = this.device;
+    const t0 = performance.now();
+    const m = r.head ? this.head : this.mats.get(r.w);
+    if (!m) throw new Error(`no GPU matrix at word ${r.w}`);
     const mem = session.memory.buffer;
-    const parts = r.head ? this.head : this.mats.get(r.w);
-    if (!parts) throw new Error(`no GPU matrix at word ${r.w}`);
+    const x = new Float32Array(mem, r.x, r.n * r.nIn);
+    if (this.guard && !subnormalFree(minExponent(x), m.ew, m.eb)) {
+      // A subnormal could occur, which this adapter would flush:
+      // WebAssembly computes this product (the same order, IEEE).
+      ++this.fallbacks;
+      session.check(session.exports.web_project_cpu(), 'product');
+    } else {
+      await this.dispatch(m, r, mem);
+    }
+    this.timeMs[r.which] += performance.now() - t0;
+  }
+
+  async dispatch(m, r, mem) {
+    const dev = this.device;
     dev.queue.writeBuffer(this.x, 0, mem, r.x, r.n * r.nIn * 4);
-    dev.queue.writeBuffer(this.flag, 0, new Uint32Array(4));
     const outWords = r.n * r.nOut;
-    for (const part of parts) {
-      const u = new Uint32Array([r.n, r.nIn, part.rows, r.head ? 2 : 1, 0,
-                                 0, 0, 0]);
-      dev.queue.writeBuffer(this.uniform, 0, u);
+    for (const part of m.parts) {
+      dev.queue.writeBuffer(this.uniform, 0, new Uint32Array(
+          [r.n, r.nIn, part.rows, r.head ? 0 : 1, 0, 0, 0, 0]));
       const enc = dev.createCommandEncoder();
       const pass = enc.beginComputePass();
       pass.setPipeline(this.pipeline);
@@ -468,28 +477,15 @@ export class GpuProjector {
                              part.rows * r.n * 4);
       dev.queue.submit([enc.finish()]);
     }
-    const fl = this.maxIO * 4;
-    const enc = dev.createCommandEncoder();
-    enc.copyBufferToBuffer(this.flag, 0, this.read, fl, 16);
-    dev.queue.submit([enc.finish()]);
-    await this.read.mapAsync(GPUMapMode.READ);
-    const flagged = new Uint32Array(this.read.getMappedRange(fl, 16))[0] !== 0;
-    if (!flagged) {
-      new Uint8Array(mem, r.y, outWords * 4)
-          .set(new Uint8Array(this.read.getMappedRange(0, outWords * 4)));
-    }
+    await this.read.mapAsync(GPUMapMode.READ, 0, outWords * 4);
+    new Uint8Array(mem, r.y, outWords * 4)
+        .set(new Uint8Array(this.read.getMappedRange(0, outWords * 4)));
     this.read.unmap();
-    if (flagged) {
-      // A subnormal, or a zero that may be a flushed one: WebAssembly
-      // computes this product (the same §2.2 order, IEEE subnormals).
-      ++this.fallbacks;
-      session.check(session.exports.web_project_cpu(), 'product');
-    }
   }
 
   destroy() {
     for (const b of [...this.buffers, this.x, this.y, this.read, this.uniform,
-                     this.none, this.flag]) {
+                     this.none]) {
       b.destroy();
     }
   }
