@@ -146,12 +146,18 @@ static ls_gpt2_norms ls_norms_q8(const ls_gpt2_model* m, int layer) {
   return p;
 }
 
-/* §7.2 then §7.3 for each of n positions: the input of a position is
- * quantized into the scratch (K int8 levels, then K / 64 scales), then
- * multiplied. A position whose input is not finite gets a NaN in every
- * output (§7.2 step 1), which reaches its logits and every later
- * position's through the residual stream and the cache, as a non-finite
- * value does in §6, so the logits check reports it. */
+/* §7.2 then §7.3 for n positions. The inputs are quantized a chunk of
+ * positions at a time into the scratch (the pass's partial-sum area of
+ * 64 * C floats: each position's K int8 levels, then after the chunk's
+ * levels its K / 64 scales), each position once and on its own, then the
+ * chunk goes through one ls_q8_matmul, which a backend may run with each
+ * panel read once for several positions; the bits are those of one
+ * ls_q8_matvec per position. A position whose input is not finite gets a
+ * NaN in every output (§7.2 step 1; its levels and scales are set to zero
+ * so that the product is defined, and its outputs overwritten), which
+ * reaches its logits and every later position's through the residual
+ * stream and the cache, as a non-finite value does in §6, so the logits
+ * check reports it. */
 static float ls_q8_nan(void) {
   union {
     uint32_t u;
@@ -162,17 +168,35 @@ static float ls_q8_nan(void) {
 }
 
 static ls_status ls_matmul_q8(const float* x, int n, const uint8_t* w,
-                              const float* b, int K, int N, float* scratch,
-                              float* y) {
-  int8_t* qx = (int8_t*)scratch;
-  float* sx = scratch + K / 4; /* K is a multiple of 64 */
-  for (int t = 0; t < n; ++t) {
-    float* yt = y + (size_t)t * (size_t)N;
-    if (ls_q8_quantize(x + (size_t)t * (size_t)K, K, qx, sx) != LS_OK) {
-      for (int o = 0; o < N; ++o) yt[o] = ls_q8_nan();
-      continue;
+                              const float* b, int C, int K, int N,
+                              float* scratch, float* y) {
+  const size_t G = (size_t)K / LS_Q8_GROUP;
+  /* Positions per chunk: K + 4G bytes each in 256 * C bytes (60 for
+   * K = 4C, 240 for K = C). */
+  const int room = (int)((size_t)256 * (size_t)C / ((size_t)K + 4 * G));
+  unsigned char bad[240];
+  for (int t0 = 0; t0 < n; t0 += room) {
+    const int p = n - t0 < room ? n - t0 : room;
+    int8_t* qx = (int8_t*)scratch;
+    float* sx = scratch + (size_t)p * (size_t)K / 4; /* K: a multiple of 64 */
+    int any_bad = 0;
+    for (int t = 0; t < p; ++t) {
+      int8_t* q = qx + (size_t)t * (size_t)K;
+      float* s = sx + (size_t)t * G;
+      const float* xt = x + (size_t)(t0 + t) * (size_t)K;
+      bad[t] = ls_q8_quantize(xt, K, q, s) != LS_OK;
+      if (bad[t]) {
+        for (int k = 0; k < K; ++k) q[k] = 0;
+        for (size_t g = 0; g < G; ++g) s[g] = 0.0f;
+        any_bad = 1;
+      }
     }
-    ls_q8_matvec(qx, sx, w, K, N, b, yt);
+    float* yc = y + (size_t)t0 * (size_t)N;
+    ls_q8_matmul(qx, sx, p, w, K, N, b, yc);
+    for (int t = 0; any_bad && t < p; ++t) {
+      if (!bad[t]) continue;
+      for (int o = 0; o < N; ++o) yc[(size_t)t * (size_t)N + o] = ls_q8_nan();
+    }
   }
   return LS_OK;
 }
@@ -186,16 +210,16 @@ static ls_status ls_project_q8(const ls_gpt2_model* m, int layer,
   switch (which) {
     case LS_PROJ_ATTN:
       return ls_matmul_q8(x, n, w + b.attn_w, (const float*)(w + b.attn_b), C,
-                          3 * C, scratch, y);
+                          C, 3 * C, scratch, y);
     case LS_PROJ_PROJ:
       return ls_matmul_q8(x, n, w + b.proj_w, (const float*)(w + b.proj_b), C,
-                          C, scratch, y);
+                          C, C, scratch, y);
     case LS_PROJ_FC:
-      return ls_matmul_q8(x, n, w + b.fc_w, (const float*)(w + b.fc_b), C,
+      return ls_matmul_q8(x, n, w + b.fc_w, (const float*)(w + b.fc_b), C, C,
                           4 * C, scratch, y);
     case LS_PROJ_OUT:
-      return ls_matmul_q8(x, n, w + b.out_w, (const float*)(w + b.out_b), 4 * C,
-                          C, scratch, y);
+      return ls_matmul_q8(x, n, w + b.out_w, (const float*)(w + b.out_b), C,
+                          4 * C, C, scratch, y);
   }
   return LS_ERR_CONFIG;
 }
@@ -203,8 +227,8 @@ static ls_status ls_project_q8(const ls_gpt2_model* m, int layer,
 /* §7.4: logits = h . wte^T on the int8 head, no bias. */
 static ls_status ls_head_q8(const ls_gpt2_model* m, const float* h,
                             float* scratch, float* logits) {
-  return ls_matmul_q8(h, 1, ls_bytes(m), 0, m->c->n_embd, m->c->n_vocab,
-                      scratch, logits);
+  return ls_matmul_q8(h, 1, ls_bytes(m), 0, m->c->n_embd, m->c->n_embd,
+                      m->c->n_vocab, scratch, logits);
 }
 
 static ls_gpt2_model ls_model_q8(const ls_gpt2_config* c, const uint8_t* w) {

@@ -164,6 +164,15 @@ void ls_q8_matvec(const int8_t* qx, const float* sx, const uint8_t* m, int K,
   }
 }
 
+void ls_q8_matmul(const int8_t* qx, const float* sx, int n, const uint8_t* m,
+                  int K, int N, const float* b, float* y) {
+  const int G = K / LS_Q8_GROUP;
+  for (int t = 0; t < n; ++t) {
+    ls_q8_matvec(qx + (size_t)t * (size_t)K, sx + (size_t)t * (size_t)G, m, K,
+                 N, b, y + (size_t)t * (size_t)N);
+  }
+}
+
 int ls_q8_matrix_valid(const uint8_t* m, size_t K, size_t N) {
   const size_t G = K / LS_Q8_GROUP;
   for (size_t c0 = 0; c0 < N; c0 += LS_Q8_PANEL) {

@@ -67,6 +67,17 @@ void ls_q8_column(const uint8_t* m, size_t K, size_t N, size_t o, float* out);
 void ls_q8_matvec(const int8_t* qx, const float* sx, const uint8_t* m, int K,
                   int N, const float* b, float* y);
 
+/* §7.3 for n positions: y[t * N + o] for t < n is output o of position t,
+ * whose input is quantized at qx + t * K, sx + t * (K / 64) (n inputs
+ * quantized by ls_q8_quantize, one after another). Each output is exactly
+ * what ls_q8_matvec computes for that position alone: §7.3's order is per
+ * output and does not depend on the batch, so the bits are those of n
+ * single-position calls. The batched passes (prefill, full prefix) call
+ * it, so that a backend (the WebAssembly SIMD module) can replace it with
+ * a kernel that reads each panel once for several positions. */
+void ls_q8_matmul(const int8_t* qx, const float* sx, int n, const uint8_t* m,
+                  int K, int N, const float* b, float* y);
+
 /* 1 when a packed matrix is well formed: every weight byte in [-127, 127]
  * (never -128) and every scale finite and non-negative (no sign bit). */
 int ls_q8_matrix_valid(const uint8_t* m, size_t K, size_t N);

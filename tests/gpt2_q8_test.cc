@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/gpt2_checkpoint.h"
@@ -155,6 +157,62 @@ TEST(Gpt2Q8Schedules, HfFixtureStepFullPassAndPrefillAgree) {
   CheckSchedules(HfModel(), 20, 17);
 }
 
+// A prompt longer than the core's chunk of quantized positions (60 for
+// K = 4C = 256: the MLP's c_proj input), so that the one-call prefill and
+// the full pass multiply in chunks of 60 and a remainder.
+TEST(Gpt2Q8Schedules, LongPromptCrossesTheQuantizedChunk) {
+  CheckSchedules(RandomModel({97, 130, 64, 4, 1}, 18), 130, 19);
+}
+
+// The multi-position entry (ls_q8_matmul, which the batched passes call and
+// the WebAssembly SIMD module replaces) gives, for each position, the bytes
+// of ls_q8_matvec on that position alone: seeded random matrices (full and
+// partial panels), inputs of mixed magnitudes with all-zero groups, with and
+// without bias, 1 to 70 positions.
+TEST(Gpt2Q8Matmul, EqualsOneMatvecPerPosition) {
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> e(-20, 20);
+  for (const auto& [K, N] : {std::pair<int, int>{64, 1},
+                             {64, 17},
+                             {128, 64},
+                             {192, 100},
+                             {768, 130},
+                             {256, 64}}) {
+    std::vector<float> w(static_cast<size_t>(K * N));
+    std::vector<float> b(static_cast<size_t>(N));
+    for (auto& v : w) v = std::ldexp(u(rng), e(rng) / 4);
+    for (auto& v : b) v = u(rng);
+    std::vector<uint8_t> m(ls_q8_matrix_bytes(size_t(K), size_t(N)));
+    ASSERT_EQ(LS_OK, ls_q8_pack(w.data(), size_t(K), size_t(N), size_t(N), 1, 0,
+                                size_t(N), m.data()));
+    for (int n : {1, 2, 3, 4, 5, 7, 8, 13, 70}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "K " << K << " N " << N << " n " << n);
+      const int G = K / 64;
+      std::vector<int8_t> qx(static_cast<size_t>(n * K));
+      std::vector<float> sx(static_cast<size_t>(n * G));
+      std::vector<float> x(static_cast<size_t>(K));
+      for (int t = 0; t < n; ++t) {
+        for (auto& v : x) v = std::ldexp(u(rng), e(rng));
+        if (t % 3 == 1) std::fill(x.begin(), x.begin() + 64, 0.0f);
+        ASSERT_EQ(LS_OK, ls_q8_quantize(x.data(), K, qx.data() + t * K,
+                                        sx.data() + t * G));
+      }
+      for (const float* bias : {static_cast<const float*>(b.data()),
+                                static_cast<const float*>(nullptr)}) {
+        std::vector<float> got(size_t(n) * size_t(N), kNaN), want = got;
+        ls_q8_matmul(qx.data(), sx.data(), n, m.data(), K, N, bias, got.data());
+        for (int t = 0; t < n; ++t) {
+          ls_q8_matvec(qx.data() + t * K, sx.data() + t * G, m.data(), K, N,
+                       bias, want.data() + size_t(t) * size_t(N));
+        }
+        EXPECT_TRUE(BytesEqual(got, want)) << (bias ? "bias" : "no bias");
+      }
+    }
+  }
+}
+
 TEST(Gpt2Q8Layout, SizesOfTheReleasedModels) {
   // Every tensor of 124M: the int8 matrices N (K + 2K/64) bytes, wte padded
   // to 64 bytes, the binary32 tensors 4 bytes a word (docs/int8.md).
@@ -224,6 +282,30 @@ TEST(Gpt2Q8Checks, NonFiniteActivationsGiveAStatus) {
   EXPECT_EQ(LS_ERR_OUTPUT_NONFINITE,
             ls_gpt2_q8_infer(&m.c, m.q8.data(), m.q8.size(), tokens, 2,
                              scratch.data(), scratch.size(), logits.data()));
+}
+
+// Only one position of a batch not finite: wpe's row 1 at 3e38 makes
+// position 1's LayerNorm overflow, so its c_attn input is not finite and
+// its outputs NaN, while position 0 in the same batched product is
+// untouched: an every-position prefill of positions 0..2 stops with status
+// 10 at position 1, having written position 0's logits, which equal the
+// step's.
+TEST(Gpt2Q8Checks, OneNonFinitePositionInABatch) {
+  Model m = RandomModel({300, 24, 64, 4, 2}, 24);
+  const size_t wpe = ls_gpt2_wpe_offset(&m.c), C = size_t(m.c.n_embd);
+  for (size_t i = 0; i < C; ++i) m.f32[wpe + C + i] = 3e38f;
+  m.q8 = quantize_gpt2_q8(m.c, m.f32.data());
+  const std::vector<int32_t> tokens = {5, 6, 7};
+  const Trace step0 = Steps(m, {tokens[0]});
+  const size_t row = ls_gpt2_cache_row_floats(&m.c), V = size_t(m.c.n_vocab);
+  std::vector<float> cache(3 * row, kNaN), logits(3 * V, kNaN);
+  std::vector<float> scratch(ls_gpt2_infer_scratch_floats(&m.c, 3), kNaN);
+  EXPECT_EQ(LS_ERR_OUTPUT_NONFINITE,
+            ls_gpt2_q8_prefill(&m.c, m.q8.data(), m.q8.size(), cache.data(),
+                               cache.size(), 0, tokens.data(), 3, 0, 1,
+                               scratch.data(), scratch.size(), logits.data()));
+  EXPECT_TRUE(BytesEqual(logits.data(), step0.logits.data(), V));
+  EXPECT_TRUE(BytesEqual(cache.data(), step0.cache.data(), row));
 }
 
 TEST(Gpt2Q8Model, EmbeddingIsTheDequantizedRowsSum) {

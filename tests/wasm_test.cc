@@ -648,6 +648,99 @@ TEST(WasmQ8, RandomConfigsMatchNativeInt8Reference) {
   }
 }
 
+// The batched int8 prefill (ls_q8_matmul; in the SIMD module
+// wasm/q8_simd.c's group-major kernel: tiles of 4 positions, tails of 3, 2
+// and 1, one position through the decode kernel): each context is stepped
+// by the native int8 reference, then fed to the module in chunks of
+// `chunks` (cycled, the last chunk what remains), each chunk's
+// last-position logits compared with the stepped ones and the whole cache
+// after the last chunk. Last-position logits, so that a chunk of 64 is one
+// module call (every-position logits are limited to the plan's 32 rows).
+void CompareQ8Chunks(const std::string& file, const Gpt2Weights& w,
+                     const std::vector<std::vector<int32_t>>& contexts,
+                     const std::vector<std::vector<size_t>>& chunkings,
+                     const std::string& module = {},
+                     const std::string& module_sha256 = {}) {
+  const size_t V = size_t(w.config.n_vocab);
+  WasmHost host(file, {module, module_sha256, 0});
+  Gpt2Session native(ViewOf(w), {"reference", 1, 0});
+  for (size_t ci = 0; ci < contexts.size(); ++ci) {
+    const auto& tokens = contexts[ci];
+    const size_t n = tokens.size();
+    native.reset();
+    std::vector<float> stepped(n * V);
+    for (size_t t = 0; t < n; ++t) {
+      const auto l = native.step(tokens[t]);
+      std::copy(l.begin(), l.end(), stepped.begin() + long(t * V));
+    }
+    const auto want_cache = native.cache();
+    for (const auto& chunks : chunkings) {
+      SCOPED_TRACE("context " + std::to_string(ci) + " (" + std::to_string(n) +
+                   " tokens), chunks from " + std::to_string(chunks[0]));
+      host.reset();
+      for (size_t at = 0, i = 0; at < n; ++i) {
+        const size_t m = std::min(chunks[i % chunks.size()], n - at);
+        const std::span<const int32_t> chunk(tokens.data() + at, m);
+        ASSERT_TRUE(SameValues<float>(
+            host.prefill(chunk),
+            std::span<const float>(stepped.data() + (at + m - 1) * V, V)))
+            << "prefill of positions " << at << ".." << at + m - 1
+            << " vs the reference's steps";
+        at += m;
+      }
+      const auto got = host.cache();
+      ASSERT_EQ(got.size(), want_cache.size() * sizeof(float));
+      ASSERT_TRUE(SameBytes(got.data(), want_cache.data(), got.size(), 4))
+          << "KV cache after " << n << " positions";
+    }
+  }
+  ExpectMemoryUnchanged(host);
+}
+
+// Chunks of 1, 5, 8 and 64 then the rest; and 2, 3, 6, 7 (every tail of
+// the 4-position tile) cycled; and after 7 cached positions (a chunk of 7)
+// the rest in one call.
+const std::vector<std::vector<size_t>> kQ8Chunkings = {
+    {1, 5, 8, 64, 100000}, {2, 3, 6, 7}, {7, 100000}};
+
+// The batched int8 prefill on random configs (K = 64: one group, so the
+// first group is also the last; 128, 256 and 512; 4C = 256 has room for 60
+// positions in the core's chunk, so 64 positions run as 60 + 4) and the
+// fixture's whole context of 128, in both modules, against the native int8
+// reference's steps.
+TEST(WasmQ8, BatchedPrefillChunksMatchReferenceSteps) {
+  // {n_vocab, n_ctx, n_embd, n_head, n_layer}
+  const ls_gpt2_config configs[] = {
+      {97, 150, 64, 4, 2},
+      {77, 80, 128, 4, 1},
+  };
+  uint64_t ts = 193;
+  for (size_t k = 0; k < std::size(configs); ++k) {
+    const ls_gpt2_config& c = configs[k];
+    SCOPED_TRACE("config " + std::to_string(k));
+    const auto m = MakeRandomQ8(c, 910 + k, "chunks" + std::to_string(k));
+    const std::vector<std::vector<int32_t>> contexts = {
+        RandomTokens(ts, size_t(c.n_ctx), c.n_vocab),
+        RandomTokens(ts, 13, c.n_vocab)};
+    CompareQ8Chunks(m->p.file.string(), m->w, contexts, kQ8Chunkings);
+    CompareQ8Chunks(m->p.file.string(), m->w, {contexts[0]}, {{7, 100000}},
+                    ScalarModule(), wasm_scalar_module_sha256());
+  }
+  PackedGpt2 p;
+  p.dir = fs::temp_directory_path() /
+          ("lockstep_wasm_q8_hf_chunks_" + std::to_string(getpid()));
+  fs::create_directories(p.dir);
+  p.file = p.dir / "hf-gpt2-A-int8.lockstep";
+  convert_gpt2_q8(kSource + "/tests/data/hf-gpt2-A", p.file.string());
+  const Gpt2Weights w = load_gpt2_q8(p.file.string());
+  SCOPED_TRACE("hf-gpt2-A int8");
+  const std::vector<std::vector<int32_t>> hf = {
+      RandomTokens(ts, size_t(w.config.n_ctx), w.config.n_vocab)};
+  CompareQ8Chunks(p.file.string(), w, hf, kQ8Chunkings);
+  CompareQ8Chunks(p.file.string(), w, hf, kQ8Chunkings, ScalarModule(),
+                  wasm_scalar_module_sha256());
+}
+
 // Full-size 124M, seeded random weights quantized: cached steps, cache,
 // full-prefix and prefill (kept short: the native int8 reference is
 // scalar).

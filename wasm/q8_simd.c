@@ -21,11 +21,15 @@
 #include <wasm_simd128.h>
 
 #define ls_q8_matvec ls_q8_matvec_scalar
+#define ls_q8_matmul ls_q8_matmul_scalar
 #include "ls_q8.c"
+#undef ls_q8_matmul
 #undef ls_q8_matvec
 
 void ls_q8_matvec(const int8_t* qx, const float* sx, const uint8_t* m, int K,
                   int N, const float* b, float* y);
+void ls_q8_matmul(const int8_t* qx, const float* sx, int n, const uint8_t* m,
+                  int K, int N, const float* b, float* y);
 
 /* The group's exact integer sums of four outputs (the layout's words
  * w[q * pw + j .. j + 3] for q = 0 .. 15, 16 bytes at blk + (q * pw + j) * 4)
@@ -150,4 +154,122 @@ void ls_q8_matvec(const int8_t* qx, const float* sx, const uint8_t* m, int K,
     }
   }
   lsw_q8_sink = wasm_v128_or(lsw_q8_sink, touch);
+}
+
+/* The batched passes' product (docs/wasm.md "int8"): ls_q8_matmul for n
+ * positions, group-major. For each panel and each group, the group's block
+ * (66 * pw bytes: 4,224 for a whole panel) is read from memory once and
+ * stays in L1 while every tile of LSW_Q8_POS positions (then a tail of 3,
+ * 2 or 1) runs through it: for each 4 outputs and each of the block's 16
+ * rows of words, two weight vectors (i16x8.load8x8_s: 4 k of outputs j,
+ * j+1, then j+2, j+3) serve the tile's positions, 2 accumulators each, so
+ * 8 accumulators, 2 weight vectors and an activation vector are live (11
+ * of the 16 XMM registers V8 has on x86-64). The integer sums are exact;
+ * the float part is the core's per output and position (§7.3 steps 2-4):
+ * sx[t][g] * widen(sw[o][g]), times float(isum), added to the output's
+ * accumulator, which lives in y[t][o] between groups and starts at +0.0 at
+ * group 0; after the last group the bias is added. So every output is the
+ * ls_q8_matvec of its position alone, bit for bit. */
+#define LSW_Q8_POS 4
+
+/* One group's 4 outputs (words at w, panel width pw) for P positions:
+ * isum[p] = (isum of j, j+1, j+2, j+3) against xv[p]. */
+static inline __attribute__((always_inline)) void lsw_q8_isum4p(
+    const int8_t* w, int pw, const v128_t (*xv)[16], v128_t* isum,
+    const int P) {
+  v128_t a[LSW_Q8_POS][2];
+  for (int p = 0; p < P; ++p) {
+    a[p][0] = wasm_i32x4_const_splat(0);
+    a[p][1] = a[p][0];
+  }
+#pragma clang loop unroll(disable)
+  for (int q = 0; q < 16; ++q) {
+    const int8_t* r = w + q * pw * 4;
+    const v128_t w0 = wasm_i16x8_load8x8(r);
+    const v128_t w1 = wasm_i16x8_load8x8(r + 8);
+    for (int p = 0; p < P; ++p) {
+      const v128_t x = xv[p][q];
+      a[p][0] = wasm_i32x4_add(a[p][0], wasm_i32x4_dot_i16x8(w0, x));
+      a[p][1] = wasm_i32x4_add(a[p][1], wasm_i32x4_dot_i16x8(w1, x));
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    isum[p] = wasm_i32x4_add(wasm_i32x4_shuffle(a[p][0], a[p][1], 0, 2, 4, 6),
+                             wasm_i32x4_shuffle(a[p][0], a[p][1], 1, 3, 5, 7));
+  }
+}
+
+/* Group g of one panel (block blk, pw outputs from column c0, pw a
+ * multiple of 4) for the P positions whose levels start at qx (stride K)
+ * and scales at sx (stride G), outputs at y (stride N). */
+static inline __attribute__((always_inline)) void lsw_q8_group_tile(
+    const int8_t* qx, const float* sx, int K, int G, int g, const uint8_t* blk,
+    int pw, int c0, int N, const float* b, float* y, const int P) {
+  v128_t xv[LSW_Q8_POS][16];
+  for (int p = 0; p < P; ++p) {
+    const int8_t* xg = qx + (long)p * K + g * LS_Q8_GROUP;
+    for (int q = 0; q < 16; ++q) {
+      xv[p][q] =
+          wasm_i16x8_extend_low_i8x16(wasm_v128_load32_splat(xg + 4 * q));
+    }
+  }
+  const int8_t* qw = (const int8_t*)blk;
+  const uint8_t* sw = blk + LS_Q8_GROUP * pw;
+  const int first = g == 0, last = g == G - 1;
+  for (int j = 0; j < pw; j += 4) {
+    v128_t isum[LSW_Q8_POS];
+    lsw_q8_isum4p(qw + j * 4, pw, (const v128_t(*)[16])xv, isum, P);
+    const v128_t swv = wasm_i32x4_shl(wasm_u32x4_load16x4(sw + 2 * j), 16);
+    for (int p = 0; p < P; ++p) {
+      float* yp = y + (long)p * N + c0 + j;
+      const v128_t scale = wasm_f32x4_mul(wasm_f32x4_splat(sx[p * G + g]), swv);
+      v128_t acc = first ? wasm_f32x4_const_splat(0.0f) : wasm_v128_load(yp);
+      acc = wasm_f32x4_add(
+          acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum[p]), scale));
+      if (last && b) acc = wasm_f32x4_add(acc, wasm_v128_load(b + c0 + j));
+      wasm_v128_store(yp, acc);
+    }
+  }
+}
+
+void ls_q8_matmul(const int8_t* qx, const float* sx, int n, const uint8_t* m,
+                  int K, int N, const float* b, float* y) {
+  const int G = K / LS_Q8_GROUP;
+  if (n == 1 || N % 4 != 0) {
+    /* One position (a step, the head: the streaming kernel above), or
+     * outputs that do not fill vectors (never a block matrix of GPT-2). */
+    for (int t = 0; t < n; ++t) {
+      ls_q8_matvec(qx + (long)t * K, sx + (long)t * G, m, K, N, b,
+                   y + (long)t * N);
+    }
+    return;
+  }
+  for (int c0 = 0; c0 < N; c0 += LS_Q8_PANEL) {
+    const int pw = N - c0 < LS_Q8_PANEL ? N - c0 : LS_Q8_PANEL;
+    const uint8_t* panel = m + (size_t)c0 * (size_t)(K + 2 * G);
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* blk = panel + (size_t)g * (size_t)(LS_Q8_GROUP + 2) * pw;
+      int t = 0;
+      for (; t + LSW_Q8_POS <= n; t += LSW_Q8_POS) {
+        lsw_q8_group_tile(qx + (long)t * K, sx + (long)t * G, K, G, g, blk, pw,
+                          c0, N, b, y + (long)t * N, LSW_Q8_POS);
+      }
+      const int8_t* xt = qx + (long)t * K;
+      const float* st = sx + (long)t * G;
+      float* yt = y + (long)t * N;
+      switch (n - t) {
+        case 3:
+          lsw_q8_group_tile(xt, st, K, G, g, blk, pw, c0, N, b, yt, 3);
+          break;
+        case 2:
+          lsw_q8_group_tile(xt, st, K, G, g, blk, pw, c0, N, b, yt, 2);
+          break;
+        case 1:
+          lsw_q8_group_tile(xt, st, K, G, g, blk, pw, c0, N, b, yt, 1);
+          break;
+        default:
+          break;
+      }
+    }
+  }
 }
