@@ -8,7 +8,8 @@ packages=(cmake ninja-build g++ gcc libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev nlohmann-json3-dev libssl-dev libmpfr-dev
   python3 python3-numpy clang-format libpcre2-dev pkg-config
   libcpp-httplib-dev curl jq gappa sollya
-  clang-19 lld-19 wabt libclang-rt-19-dev)
+  clang-19 lld-19 wabt libclang-rt-19-dev
+  chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -35,6 +36,11 @@ fi
 # The npm openai client that tests lockstep serve (tests/serve_client).
 if [ ! -f tests/serve_client/node_modules/openai/package.json ]; then
   npm ci --prefix tests/serve_client --no-audit --no-fund --loglevel=error
+fi
+# playwright-core, which drives Debian's chromium in the browser page's
+# test (tests/web, docs/browser.md); it downloads no browser.
+if [ ! -f tests/web/node_modules/playwright-core/package.json ]; then
+  npm ci --prefix tests/web --no-audit --no-fund --loglevel=error
 fi
 
 jobs=$(nproc)
