@@ -30,7 +30,8 @@ M = (x0 + x1 + x2 + x3) / 4;       # the exact mean and deviations
   s1 - x0 in [0, 0]
   /\ mean - M in ?
   /\ d0 - (x0 - M) in ? /\ d1 - (x1 - M) in ?
-  /\ d2 - (x2 - M) in ? /\ d3 - (x3 - M) in ? }
+  /\ d2 - (x2 - M) in ? /\ d3 - (x3 - M) in ?
+  /\ d0 in ? /\ d1 in ? /\ d2 in ? /\ d3 in ? }
 
 # 0 + x0 is x0, a binary64: the first addition is exact.
 0 + x0 -> x0;
