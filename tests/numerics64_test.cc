@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -142,7 +143,7 @@ double SoftmaxErr(const std::vector<double>& s) {
   std::vector<double> p(n);
   ls_softmax64(s.data(), n, p.data());
   const double m = *std::max_element(s.begin(), s.end());
-  std::vector<mpfr_t> e(n);
+  std::unique_ptr<mpfr_t[]> e(new mpfr_t[n]);
   mpfr_t sum;
   mpfr_init2(sum, kPrec);
   mpfr_set_ui(sum, 0, MPFR_RNDN);
