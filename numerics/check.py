@@ -98,7 +98,8 @@ sol = (out / "exp64.sollya.out").read_text() if (out / "exp64.sollya.out").exist
 lemmas = dict(re.findall(r"^lemma (\S+) (true|false)$", sol, re.M))
 values = dict(re.findall(r"^value (\S+) (\S+)$", sol, re.M))
 for name in ["exp64_poly_rel_le_hypothesis", "ln2_enclosure", "sqrt2pi_enclosure",
-             "exp_on_I", "exp_shift", "exp_672", "underflow_threshold"]:
+             "exp_on_I", "exp_shift", "exp_672", "exp_603", "sech_33",
+             "gelu_tail", "underflow_threshold"]:
     if lemmas.get(name) != "true":
         fail(f"exp64.sollya: lemma {name} is {lemmas.get(name, 'missing')}")
 if re.search(r"^(Warning|Error)", sol, re.M) or rc("exp64.sollya") != 0:
@@ -131,6 +132,15 @@ if gp and gn:
     gelu = max(mag(gp["y - G"]), mag(gn["y - G"]))
     claim("GELU absolute, x in [-3, 3]", gelu, F(1, 80000),
           "gappa gelu64_pos.g gelu64_neg.g")
+gpw, gnw = gappa("gelu64_pos_wide.g"), gappa("gelu64_neg_wide.g")
+if gp and gn and gpw and gnw:
+    wide = max(gelu, mag(gpw["y - G"]), mag(gnw["y - G"]))
+    claim("GELU absolute, x in [-20, 20]", wide, None,
+          "gappa gelu64_*.g")
+    # |x| >= 20: the code returns x or -0 and the exact value is within
+    # 1e-260 of it (hand, lemma gelu_tail).
+    claim("GELU absolute, every finite x", max(wide, F(1, 10**260)), None,
+          "gappa gelu64_*.g + hand tail")
 
 # --- Softmax, n <= 128 (docs/numerics.md §2.3; hand derivation, exact here).
 if rho_e is not None:
