@@ -18,43 +18,54 @@
 // host runs a product on WebGPU only when none can occur in it (see
 // subnormalFree below) and computes it in WebAssembly otherwise.
 
-const KERNEL = /* wgsl */ `
+const WG = 64;  // invocations per workgroup
+
+// The product kernel for lanes of V outputs per invocation (V = 1: f32,
+// V = 4: vec4<f32>, for widths that are a multiple of 4). A vec4
+// operation is four component-wise binary32 operations, each rounded on
+// its own, so every output's sum is the same either way; the vec4 form
+// reads W four words at a time, which SwiftShader runs faster.
+function kernelSource(V) {
+  const T = V === 1 ? 'f32' : `vec${V}<f32>`;
+  const U = V === 1 ? 'u32' : `vec${V}<u32>`;
+  return /* wgsl */ `
 struct Params {
   n: u32,      // positions
   k: u32,      // inputs per position
-  nout: u32,   // outputs (this dispatch)
+  nout: u32,   // outputs (this dispatch), a multiple of ${V}
   mode: u32,   // bit 0: add the bias
   zero: u32,   // 0, unknown to the compiler
   pad0: u32, pad1: u32, pad2: u32,
 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
-@group(0) @binding(3) var<storage, read> b: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<${T}>;
+@group(0) @binding(3) var<storage, read> b: array<${T}>;
+@group(0) @binding(4) var<storage, read_write> y: array<${T}>;
 
 // a * c rounded to binary32 on its own (see the file's comment).
-fn prod(a: f32, c: f32) -> f32 {
-  return bitcast<f32>(bitcast<u32>(a * c) ^ p.zero);
+fn prod(a: f32, c: ${T}) -> ${T} {
+  return bitcast<${T}>(bitcast<${U}>(a * c) ^ ${U}(p.zero));
 }
 
 // One §2.1 block: +0.0, then x[k] * W[k][o] added for k in increasing
-// order.
-fn block(xo: u32, k0: u32, L: u32, o: u32) -> f32 {
-  var acc = 0.0f;
+// order (o: this invocation's group of ${V} outputs).
+fn block(xo: u32, k0: u32, L: u32, o: u32) -> ${T} {
+  let row = p.nout / ${V}u;
+  var acc = ${T}(0.0f);
   for (var i = 0u; i < L; i = i + 1u) {
-    acc = acc + prod(x[xo + k0 + i], w[(k0 + i) * p.nout + o]);
+    acc = acc + prod(x[xo + k0 + i], w[(k0 + i) * row + o]);
   }
   return acc;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(${WG})
 fn matmul(@builtin(global_invocation_id) gid: vec3<u32>) {
   let o = gid.x;
   let t = gid.y;
-  if (o >= p.nout || t >= p.n) { return; }
+  if (o >= p.nout / ${V}u || t >= p.n) { return; }
   let xo = t * p.k;
-  var r: f32;
+  var r: ${T};
   if (p.k % 16u == 0u) {
     // The 16 block sums, then the halving tree h = 8, 4, 2, 1 written
     // out: s[i] = s[i] + s[i + h].
@@ -76,9 +87,21 @@ fn matmul(@builtin(global_invocation_id) gid: vec3<u32>) {
     r = block(xo, 0u, p.k, o);
   }
   if ((p.mode & 1u) != 0u) { r = r + b[o]; }
-  y[t * p.nout + o] = r;
+  y[t * (p.nout / ${V}u) + o] = r;
 }
 `;
+}
+
+function pipelines(device) {
+  const make = (V) => device.createComputePipeline({
+    layout: 'auto',
+    compute: { module: device.createShaderModule({ code: kernelSource(V) }),
+               entryPoint: 'matmul' } });
+  return { 1: make(1), 4: make(4) };
+}
+
+// The lane width for a product of `nout` outputs.
+const laneWidth = (nout) => (nout % 4 === 0 ? 4 : 1);
 
 // The probes: inputs as bit patterns in a storage buffer (so that nothing
 // is folded at compile time), results as bit patterns.
@@ -276,10 +299,7 @@ function referenceMatmul(x, w, b, n, K, N) {
 // subnormalFree refuses them (the host would compute them in WebAssembly).
 // Returns rows for the page's table.
 export async function kernelSelfTest(device) {
-  const pipeline = device.createComputePipeline({
-    layout: 'auto',
-    compute: { module: device.createShaderModule({ code: KERNEL }),
-               entryPoint: 'matmul' } });
+  const pipes = pipelines(device);
   let seed = 0x2545f491;
   const rnd = () => {  // xorshift32, values in about [-2, 2)
     seed ^= seed << 13; seed >>>= 0;
@@ -290,6 +310,8 @@ export async function kernelSelfTest(device) {
   const fill = (n) => Float32Array.from({ length: n }, rnd);
   const cases = [
     { name: '3 positions, K 48, 70 outputs, bias', n: 3, K: 48, N: 70 },
+    { name: '3 positions, K 64, 96 outputs (vec4), bias', n: 3, K: 64,
+      N: 96 },
     { name: '2 positions, K 5 (sequential), 3 outputs', n: 2, K: 5, N: 3 },
     { name: 'no bias: K 32, 40 outputs (the head)', n: 1, K: 32, N: 40,
       head: true },
@@ -322,6 +344,8 @@ export async function kernelSelfTest(device) {
                   GPUBufferUsage.UNIFORM);
     const bx = buf(x, S), bw = buf(w, S), bb = buf(b ?? new Float32Array(4), S);
     const by = buf(new Float32Array(c.n * c.N), S | GPUBufferUsage.COPY_SRC);
+    const V = laneWidth(c.N);
+    const pipeline = pipes[V];
     const bind = device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
       entries: [u, bx, bw, bb, by].map((g, i) => (
@@ -330,7 +354,7 @@ export async function kernelSelfTest(device) {
     const pass = enc.beginComputePass();
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bind);
-    pass.dispatchWorkgroups(Math.ceil(c.N / 64), c.n);
+    pass.dispatchWorkgroups(Math.ceil(c.N / V / WG), c.n);
     pass.end();
     device.queue.submit([enc.finish()]);
     const y = new Float32Array((await readBack(device, by, c.n * c.N * 4))
@@ -353,7 +377,7 @@ export async function kernelSelfTest(device) {
       got = diff < 0 ? `${yu.length} outputs equal`
           : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
     }
-    rows.push({ name: `kernel: ${c.name}`, ok, got,
+    rows.push({ name: `kernel (${V === 4 ? 'vec4' : 'f32'}): ${c.name}`, ok, got,
                 want: c.sub ? 'refused by the guard (WebAssembly computes it)'
                             : 'equal to the Math.fround reference' });
     for (const g of [u, bx, bw, bb, by]) g.destroy();
@@ -373,10 +397,7 @@ export class GpuProjector {
     this.guard = guard;
     this.fallbacks = 0;
     this.timeMs = [0, 0, 0, 0, 0];  // per product kind (PRODUCT_NAMES)
-    this.pipeline = device.createComputePipeline({
-      layout: 'auto',
-      compute: { module: device.createShaderModule({ code: KERNEL }),
-                 entryPoint: 'matmul' } });
+    this.pipes = pipelines(device);
     const c = session.config, C = c.n_embd;
     const w = session.weights();
     this.buffers = [];
@@ -389,7 +410,7 @@ export class GpuProjector {
       return buf;
     };
     const N = session.plan.maxPrefix;
-    const maxIO = Math.ceil(Math.max(N * 4 * C, c.n_vocab) / 2) * 2;
+    const maxIO = Math.ceil(Math.max(N * 4 * C, c.n_vocab + 4) / 2) * 2;
     const io = (usage) => device.createBuffer({ size: maxIO * 4, usage });
     this.x = io(GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     this.y = io(GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
@@ -409,34 +430,39 @@ export class GpuProjector {
         const wv = w.subarray(off, off + K * Nout);
         const bv = w.subarray(off + K * Nout, off + K * Nout + Nout);
         const wb = upload(wv), bb = upload(bv);
+        const V = laneWidth(Nout);
         this.mats.set(off, { ew: minExponent(wv), eb: minExponent(bv),
-                             parts: [{ row0: 0, rows: Nout,
-                                       bind: this.bind(wb, bb) }] });
+                             parts: [{ row0: 0, rows: Nout, width: Nout, V,
+                                       bind: this.bind(V, wb, bb) }] });
       }
     }
     // The head: wte rows in chunks within the binding limit, each stored
-    // transposed, [C][rows], so that neighbouring invocations (outputs)
-    // read neighbouring words; every output's sum is the same.
-    const maxRows = Math.max(1, Math.floor(
+    // transposed, [C][width] with the width padded to a multiple of 4 by
+    // zero columns (outputs that are computed and dropped), so that
+    // neighbouring invocations read neighbouring words; every output's sum
+    // is the same.
+    const maxRows = Math.max(4, 4 * Math.floor(
         Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize) /
-        (4 * C)));
+        (16 * C)) - 4);
     const parts = [];
     for (let r0 = 0; r0 < V; r0 += maxRows) {
       const rows = Math.min(maxRows, V - r0);
-      const tr = new Float32Array(rows * C);
+      const width = Math.ceil(rows / 4) * 4;
+      const tr = new Float32Array(width * C);
       for (let v = 0; v < rows; ++v) {
         const base = (r0 + v) * C;
-        for (let k = 0; k < C; ++k) tr[k * rows + v] = w[base + k];
+        for (let k = 0; k < C; ++k) tr[k * width + v] = w[base + k];
       }
-      parts.push({ row0: r0, rows, bind: this.bind(upload(tr), this.none) });
+      parts.push({ row0: r0, rows, width, V: 4,
+                   bind: this.bind(4, upload(tr), this.none) });
     }
     this.head = { ew: minExponent(w.subarray(0, V * C)), eb: 256, parts };
     this.headChunks = parts.length;
   }
 
-  bind(wb, bb) {
+  bind(V, wb, bb) {
     return this.device.createBindGroup({
-      layout: this.pipeline.getBindGroupLayout(0),
+      layout: this.pipes[V].getBindGroupLayout(0),
       entries: [this.uniform, this.x, wb, bb, this.y].map((buffer, i) => (
         { binding: i, resource: { buffer } })) });
   }
@@ -465,12 +491,12 @@ export class GpuProjector {
     const outWords = r.n * r.nOut;
     for (const part of m.parts) {
       dev.queue.writeBuffer(this.uniform, 0, new Uint32Array(
-          [r.n, r.nIn, part.rows, r.head ? 0 : 1, 0, 0, 0, 0]));
+          [r.n, r.nIn, part.width, r.head ? 0 : 1, 0, 0, 0, 0]));
       const enc = dev.createCommandEncoder();
       const pass = enc.beginComputePass();
-      pass.setPipeline(this.pipeline);
+      pass.setPipeline(this.pipes[part.V]);
       pass.setBindGroup(0, part.bind);
-      pass.dispatchWorkgroups(Math.ceil(part.rows / 64), r.n);
+      pass.dispatchWorkgroups(Math.ceil(part.width / part.V / WG), r.n);
       pass.end();
       // A head chunk's rows go to their place in the logits (n = 1).
       enc.copyBufferToBuffer(this.y, 0, this.read, part.row0 * 4,

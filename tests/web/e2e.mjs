@@ -24,7 +24,7 @@ const lockstep = resolve(opt('--lockstep', 'build/lockstep'));
 const repo = resolve(opt('--repo', '.'));
 const chromiumPath = opt('--chromium', '/usr/bin/chromium');
 const screenshot = opt('--screenshot', null);
-const nTokens = Number(opt('--tokens', '24'));
+const nTokens = Number(opt('--tokens', '12'));
 const fixture = join(repo, 'tests', 'data', 'hf-gpt2-A');
 
 let failures = 0;
@@ -132,8 +132,8 @@ try {
   if (!gpuOff) fail('WebGPU is offered for a binary64 tiny model');
 
   // The Hugging Face fixture through the file input: safetensors + config.
-  const checkGpt2 = async (label, nativeModel) => {
-    for (const [k, seed, temp] of [['0', '0', '1'], ['40', '11', '0.8']]) {
+  const checkGpt2 = async (label, nativeModel, configs) => {
+    for (const [k, seed, temp] of configs) {
       await setForm({ prompt: 'Hello world, this is', tokens: '',
                       n: String(nTokens), topk: k, seed, temperature: temp });
       const want = native(nativeModel, [
@@ -164,12 +164,17 @@ try {
   if (!info.includes(sha.slice(0, 16))) {
     fail(`the page's payload digest (${info}) is not the CLI's ${sha}`);
   }
-  await checkGpt2('hf-gpt2-A (safetensors)', fixture);
+  await checkGpt2('hf-gpt2-A (safetensors)', fixture,
+                  [['0', '0', '1'], ['40', '11', '0.8']]);
   // The same weights as a packed file (panel64 layout).
   const packed = join(tmp, 'hf-gpt2-A.lockstep');
   execFileSync(lockstep, ['convert', fixture, packed], { stdio: 'ignore' });
   await loadModel('files', [packed]);
-  await checkGpt2('hf-gpt2-A (packed)', packed);
+  await checkGpt2('hf-gpt2-A (packed)', packed, [['40', '11', '0.8']]);
+  // The shipped trained GPT-2 (Hugging Face safetensors in models/).
+  await loadModel('models/shakespeare-gpt2/');
+  await checkGpt2('shakespeare-gpt2 (shipped)',
+                  join(repo, 'models', 'shakespeare-gpt2'), [['0', '0', '1']]);
   for (const t of times) {
     console.log(`time ${t.label} top-k ${t.k}: WebAssembly prefill ` +
                 `${t.wasm[0].toFixed(1)} ms, decode ${t.wasm[1].toFixed(1)} ` +

@@ -44,8 +44,18 @@ case $what in
         { echo "FAIL: npm ci could not install playwright-core into $dir/node_modules (no registry?)"; exit 1; }
     fi
     [ -x /usr/bin/chromium ] || { echo "FAIL: /usr/bin/chromium is needed (scripts/setup.sh installs Debian's chromium)"; exit 1; }
+    # Bad flags are errors with a message, not a server.
+    for args in "--mount nope" "--mount /x=$tmp/missing" "--port 70000" "--web $tmp/missing"; do
+      # shellcheck disable=SC2086
+      if "$bin" serve-web $args --check >"$tmp/bad.log" 2>&1; then
+        echo "FAIL: serve-web $args succeeded"; exit 1
+      fi
+      grep -qi "error\|not a folder\|wants" "$tmp/bad.log" ||
+        { cat "$tmp/bad.log"; echo "FAIL: serve-web $args: no message"; exit 1; }
+    done
+    echo "ok   serve-web refuses bad --mount, --port and --web"
     # serve-web serves the modules next to the binary's build.
-    exec node "$dir/e2e.mjs" --lockstep "$bin" --repo "$root" --tokens 16
+    exec node "$dir/e2e.mjs" --lockstep "$bin" --repo "$root" --tokens 12
     ;;
 esac
 echo "usage: web_test.sh controller|e2e LOCKSTEP REPO WASM_DIR"
