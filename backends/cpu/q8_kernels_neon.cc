@@ -68,6 +68,7 @@ bool quantize_neon(const float* x, int K, int8_t* q, float* s) {
 }
 
 struct SumsPlain {
+  static constexpr int kDecodeNV = 8, kBatchNV = 2;
   static int32x4_t add(int32x4_t acc, int8x16_t w, int8x16_t x) {
     const int16x8_t p01 = vmull_s8(vget_low_s8(w), vget_low_s8(x));
     const int16x8_t p23 = vmull_high_s8(w, x);

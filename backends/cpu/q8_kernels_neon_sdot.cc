@@ -21,6 +21,7 @@ namespace lockstep::cpu {
 namespace {
 
 struct SumsSdot {
+  static constexpr int kDecodeNV = 16, kBatchNV = 4;
   static int32x4_t add(int32x4_t acc, int8x16_t w, int8x16_t x) {
     return vdotq_s32(acc, w, x);
   }

@@ -4,7 +4,9 @@
 // group sums: the Sums policy, add(acc, w, x) = lane l of acc plus the
 // four products of word l of w (output l, four consecutive inputs, the
 // §7.6 word) with the four levels of x (the position's quad, repeated in
-// every word). Included only by those two files, each compiled with its
+// every word), and kDecodeNV and kBatchNV, the vectors of sums a tile of
+// one position and of kTile positions holds per position.
+// Included only by those two files, each compiled with its
 // own flags; internal linkage, as vec_neon.h, so nothing compiled for the
 // dotprod extension is shared with the plain table.
 //
@@ -27,8 +29,9 @@ namespace {
 
 constexpr int kGroup = LS_Q8_GROUP, kPanel = LS_Q8_PANEL;
 constexpr size_t kBlock = (kGroup + 2) * kPanel;  // 4,224 bytes
-// Positions per register tile in a batch: 4 x 4 sums + 4 weights + 4
-// broadcast levels + 2 temporaries, of the 32 vector registers.
+// Positions per register tile in a batch: with sdot 4 x 4 sums + 4 weights
+// + 4 broadcast levels of the 32 vector registers; the plain sums' two
+// temporaries per vector leave room for 4 x 2.
 constexpr int kTile = 4;
 
 // §7.3 for one group block, NP positions and NV x 4 columns from c0 of a
@@ -71,10 +74,12 @@ void group_tile(const uint8_t* blk, int c0, const int8_t* q, size_t qs,
   }
 }
 
-// A whole panel, group by group: one position (decode) takes the panel's
-// 16 vectors of sums at once, reading each group block's 4 KB once, in
-// order; a batch takes tiles of kTile positions x 16 columns while the
-// block stays in L1. Bias last (step 4).
+// A whole panel, group by group: one position (decode) takes
+// Sums::kDecodeNV vectors of sums at a time (sdot: the panel's 16, reading
+// each group block's 4 KB once, in order; plain: 8, as its two
+// temporaries per vector would spill 16), a batch tiles of kTile positions
+// x Sums::kBatchNV vectors, while the block stays in L1. Bias last (step
+// 4).
 template <class Sums>
 void panel_full(const int8_t* q, size_t qs, const float* s, size_t ss, int n,
                 const uint8_t* p, int K, const float* bias, float* y,
@@ -86,16 +91,18 @@ void panel_full(const int8_t* q, size_t qs, const float* s, size_t ss, int n,
     const bool first = g == 0;
     int t = 0;
     for (; t + kTile <= n; t += kTile) {
-      for (int c0 = 0; c0 < kPanel; c0 += 16) {
-        group_tile<Sums, kTile, 4>(blk, c0, qg + size_t(t) * qs, qs,
-                                   sg + size_t(t) * ss, ss, first,
-                                   y + size_t(t) * ys, ys);
+      for (int c0 = 0; c0 < kPanel; c0 += 4 * Sums::kBatchNV) {
+        group_tile<Sums, kTile, Sums::kBatchNV>(blk, c0, qg + size_t(t) * qs,
+                                                qs, sg + size_t(t) * ss, ss,
+                                                first, y + size_t(t) * ys, ys);
       }
     }
     for (; t < n; ++t) {
-      group_tile<Sums, 1, 16>(blk, 0, qg + size_t(t) * qs, qs,
-                              sg + size_t(t) * ss, ss, first,
-                              y + size_t(t) * ys, ys);
+      for (int c0 = 0; c0 < kPanel; c0 += 4 * Sums::kDecodeNV) {
+        group_tile<Sums, 1, Sums::kDecodeNV>(blk, c0, qg + size_t(t) * qs, qs,
+                                             sg + size_t(t) * ss, ss, first,
+                                             y + size_t(t) * ys, ys);
+      }
     }
   }
   if (!bias) return;
