@@ -99,7 +99,7 @@ lemmas = dict(re.findall(r"^lemma (\S+) (true|false)$", sol, re.M))
 values = dict(re.findall(r"^value (\S+) (\S+)$", sol, re.M))
 for name in ["exp64_poly_rel_le_hypothesis", "ln2_enclosure", "sqrt2pi_enclosure",
              "exp_on_I", "exp_shift", "exp_672", "exp_603", "sech_33",
-             "gelu_tail", "underflow_threshold"]:
+             "gelu_tail", "underflow_threshold", "fpminimax11_rel_le_hypothesis"]:
     if lemmas.get(name) != "true":
         fail(f"exp64.sollya: lemma {name} is {lemmas.get(name, 'missing')}")
 if re.search(r"^(Warning|Error)", sol, re.M) or rc("exp64.sollya") != 0:
@@ -125,6 +125,13 @@ if exp_g:
     # at most the relative bound.
     claim("exp absolute, x in [-1, 0]", rho_e, F(1, 4000), "gappa exp64.g")
     claim("exp absolute, x in [-8, 0]", rho_e, F(1, 300000), "gappa exp64.g")
+
+# Information: what ls_exp64 would certify with degree-11 fpminimax instead.
+fm = gappa("exp64_fpminimax11.g")
+if fm:
+    lines.append(f"info    exp with degree-11 fpminimax (not the spec): relative "
+                 f"{fmt(mag(fm['(p0 - Er) / Er']))} (spec: "
+                 f"{fmt(rho_e) if rho_e is not None else '?'})")
 
 # --- Gappa: GELU on [-3, 0] and [0, 3].
 gp, gn = gappa("gelu64_pos.g"), gappa("gelu64_neg.g")
