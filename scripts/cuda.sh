@@ -6,10 +6,15 @@
 # CLI on the GPU (`lockstep logits|generate --backend cuda` against
 # `--backend cpu`), then the benchmark (cuda_bench: binary32 and int8
 # decode and prefill, and the device's copy rate and non-FMA rate measured
-# in the same run), and Hugging Face transformers on the same GPU for
-# comparison (scripts/hf_gpu_bench.py). Everything goes to OUT_DIR:
-# log.txt, build.txt, tests.txt, cli.txt, bench.json, bench.txt, hf.json,
-# machine.txt, sass_check.txt (LOCKSTEP_SKIP_HF=1: no Hugging Face run).
+# in the same run; batches of 1, 8 and 32 sequences), the cost of
+# exactness (cuda_exactness_bench: the exact kernels against the same
+# kernels with FMA and split sums, interleaved), and Hugging Face
+# transformers on the same GPU for comparison (scripts/hf_gpu_bench.py:
+# eager, and static cache + torch.compile). Everything goes to OUT_DIR:
+# log.txt, build.txt, tests.txt, cli.txt, bench.json, bench.txt,
+# exactness.json, exactness.txt, hf.json, machine.txt, sass_check.txt
+# (LOCKSTEP_SKIP_HF=1: no Hugging Face run; LOCKSTEP_CUDA_VARIANTS=0: the
+# tests are not run again with each decode product and int8 unfused).
 #   bash scripts/cuda.sh [OUT_DIR]
 # OUT_DIR defaults to $OUT (the device tool's folder) or
 # bench-results/cuda-<UTC time>.
@@ -81,7 +86,7 @@ cmake -S . -B build-gpu -G "$generator" -DCMAKE_BUILD_TYPE=Release \
 
 echo "== build =="
 cmake --build build-gpu -j "$jobs" --target cuda_backend_test cuda_bench \
-  >"$out/build.txt" 2>&1
+  cuda_exactness_bench >"$out/build.txt" 2>&1
 rc=$?
 grep -E "error|warning|Used [0-9]+ registers|stack frame" "$out/build.txt" |
   grep -v "^ptxas info    : Function properties" | head -80
@@ -114,6 +119,13 @@ if command -v cuobjdump >/dev/null; then
   echo "tensor-core instructions: $(grep -cE 'HMMA|HGMMA|IMMA' "$out/sass.txt")" |
     tee -a "$out/sass_check.txt"
   rm -f "$out/sass.txt"
+  # The cost-of-exactness variant (never used by the backend): its products
+  # do contain FFMA.
+  fast_obj=build-gpu/backends/CMakeFiles/lockstep_cuda_fast.dir/cuda/cuda_backend_fast.cu.o
+  if [ -f "$fast_obj" ]; then
+    echo "fast variant (cuda_backend_fast.cu, not the spec's bits): FFMA $(cuobjdump -sass "$fast_obj" | grep -c FFMA), in matvec/matmul/logits kernels $(cuobjdump -sass "$fast_obj" | awk '/Function :/ {f=$3} /FFMA/ && f ~ /matvec|matmul|logits/ {n++} END {print n+0}')" |
+      tee -a "$out/sass_check.txt"
+  fi
 else
   echo "cuobjdump not found" | tee "$out/sass_check.txt"
 fi
@@ -124,7 +136,9 @@ run ./build-gpu/tests/cuda_backend_test --gtest_color=no 2>&1 |
 test_rc=${PIPESTATUS[0]}
 echo "cuda_backend_test exit code: $test_rc"
 # The same tests with each decode product alone (same bits required).
-for v in 1 2 3 4; do
+variants="1 2 3 4"
+[ "${LOCKSTEP_CUDA_VARIANTS:-1}" = 0 ] && variants=
+for v in $variants; do
   LOCKSTEP_CUDA_MATVEC=$v run ./build-gpu/tests/cuda_backend_test \
     --gtest_color=no --gtest_filter='CudaBackend.*:CudaGpt2_124M.*' 2>&1 |
     grep -E "^\[  (PASSED|FAILED) |differ|Failure" | sed "s/^/matvec $v: /" |
@@ -133,11 +147,13 @@ for v in 1 2 3 4; do
 done
 
 # int8 with the quantization as its own launch (same bits required).
-LOCKSTEP_CUDA_Q8_FUSE=0 run ./build-gpu/tests/cuda_backend_test \
-  --gtest_color=no --gtest_filter='CudaQ8*:CudaTrained.*' 2>&1 |
-  grep -E "^\[  (PASSED|FAILED) |differ|Failure" | sed "s/^/int8 unfused: /" |
-  tee -a "$out/tests.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || test_rc=1
+if [ -n "$variants" ]; then
+  LOCKSTEP_CUDA_Q8_FUSE=0 run ./build-gpu/tests/cuda_backend_test \
+    --gtest_color=no --gtest_filter='CudaQ8*:CudaTrained.*' 2>&1 |
+    grep -E "^\[  (PASSED|FAILED) |differ|Failure" |
+    sed "s/^/int8 unfused: /" | tee -a "$out/tests.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || test_rc=1
+fi
 if [ "$test_rc" -ne 0 ] && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer on the small int8 tests (a test failed) =="
   run timeout 90 compute-sanitizer --tool memcheck ./build-gpu/tests/cuda_backend_test \
@@ -150,6 +166,14 @@ run ./build-gpu/cuda_bench --repeat 5 >"$out/bench.json" 2>"$out/bench.txt"
 bench_rc=$?
 cat "$out/bench.txt"
 echo "cuda_bench exit code: $bench_rc"
+
+echo "== the cost of exactness: exact kernels against FMA and split sums =="
+run ./build-gpu/cuda_exactness_bench --repeat 5 >"$out/exactness.json" \
+  2>"$out/exactness.txt"
+exact_rc=$?
+cat "$out/exactness.txt"
+echo "cuda_exactness_bench exit code: $exact_rc"
+[ $exact_rc -eq 0 ] || bench_rc=1
 
 echo "== the CLI on the GPU: --backend cuda against --backend cpu =="
 cmake --build build-gpu -j "$jobs" --target lockstep >>"$out/build.txt" 2>&1 ||
@@ -174,8 +198,8 @@ cmake --build build-gpu -j "$jobs" --target lockstep >>"$out/build.txt" 2>&1 ||
 } 2>&1 | tee "$out/cli.txt"
 
 if [ -z "${LOCKSTEP_SKIP_HF:-}" ]; then
-  echo "== Hugging Face transformers on the same GPU (eager, float32) =="
-  PYTHONUNBUFFERED=1 timeout 120 python3 scripts/hf_gpu_bench.py >"$out/hf.json" &&
+  echo "== Hugging Face transformers on the same GPU (float32: eager, static cache + torch.compile) =="
+  PYTHONUNBUFFERED=1 timeout 300 python3 scripts/hf_gpu_bench.py >"$out/hf.json" &&
     cat "$out/hf.json" || echo "hf_gpu_bench.py failed"
 fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw \

@@ -565,6 +565,282 @@ void ExpectChunkedPrefillEqualsSteps(Gpt2Backend& gpu, const ls_gpt2_config& c,
   EXPECT_TRUE(BytesEqual(cache, want.cache)) << what << ": prefill cache";
 }
 
+// ------------------------------------------------------------- batches
+
+// Counts of what a batch comparison compared.
+struct BatchCounts {
+  size_t logits = 0, logits_differ = 0, words = 0, words_differ = 0;
+};
+
+// B members (member i: a prompt of (i * 29 + 5 * B) % max_prompt tokens,
+// member 0 none, so the batch mixes positions), then `steps` decode steps
+// of every member: on `gpu` as batches (cuda::step_batch, the prompts
+// prefilled one member at a time), against each member alone on `gpu`
+// (step) and on each backend of `others` (prefill, then step). Every
+// member's logits at every step and its whole cache, bytes compared.
+void ExpectBatchEqualsAlone(Gpt2Backend& gpu,
+                            const std::vector<Gpt2Backend*>& others,
+                            const ls_gpt2_config& c, int B, int steps,
+                            int max_prompt, uint64_t seed,
+                            const std::string& what, BatchCounts* counts) {
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  std::vector<int> len(static_cast<size_t>(B));
+  std::vector<std::vector<int32_t>> toks(static_cast<size_t>(B));
+  for (int i = 0; i < B; ++i) {
+    len[size_t(i)] = i == 0 ? 0 : (i * 29 + 5 * B) % max_prompt;
+    toks[size_t(i)] = RandomTokens(c, len[size_t(i)] + steps, seed + i);
+  }
+  // Alone: logits[i][s * V ...], the final caches.
+  auto alone = [&](Gpt2Backend& be, std::vector<std::vector<float>>* logits,
+                   std::vector<std::vector<float>>* caches) {
+    for (int i = 0; i < B; ++i) {
+      const int L = len[size_t(i)];
+      std::vector<float> cache(size_t(L + steps) * row);
+      std::vector<float> lg(size_t(steps) * V), scratch(V);
+      if (L > 0) {
+        ASSERT_EQ(
+            be.prefill(cache.data(), cache.size(), 0, toks[size_t(i)].data(), L,
+                       0, false, scratch.data()),
+            LS_OK)
+            << what << " " << be.name();
+      }
+      for (int s = 0; s < steps; ++s) {
+        ASSERT_EQ(be.step(cache.data(), cache.size(), size_t(L + s) * row,
+                          toks[size_t(i)][size_t(L + s)], L + s,
+                          lg.data() + size_t(s) * V),
+                  LS_OK)
+            << what << " " << be.name();
+      }
+      logits->push_back(std::move(lg));
+      caches->push_back(std::move(cache));
+    }
+  };
+  std::vector<std::vector<float>> gl, gc;
+  alone(gpu, &gl, &gc);
+  // The batch.
+  std::vector<std::vector<float>> bc(static_cast<size_t>(B)),
+      bl(static_cast<size_t>(B));
+  std::vector<float*> ptrs(static_cast<size_t>(B));
+  std::vector<size_t> caps(static_cast<size_t>(B)),
+      lens(static_cast<size_t>(B));
+  std::vector<int32_t> bt(static_cast<size_t>(B)), bp(static_cast<size_t>(B));
+  std::vector<float> out(static_cast<size_t>(B) * V), scratch(V);
+  std::vector<ls_status> st(static_cast<size_t>(B));
+  for (int i = 0; i < B; ++i) {
+    const int L = len[size_t(i)];
+    bc[size_t(i)].assign(size_t(L + steps) * row, 0.0f);
+    bl[size_t(i)].resize(size_t(steps) * V);
+    if (L > 0) {
+      ASSERT_EQ(
+          gpu.prefill(bc[size_t(i)].data(), bc[size_t(i)].size(), 0,
+                      toks[size_t(i)].data(), L, 0, false, scratch.data()),
+          LS_OK);
+    }
+    ptrs[size_t(i)] = bc[size_t(i)].data();
+    caps[size_t(i)] = bc[size_t(i)].size();
+  }
+  for (int s = 0; s < steps; ++s) {
+    for (int i = 0; i < B; ++i) {
+      const int p = len[size_t(i)] + s;
+      lens[size_t(i)] = size_t(p) * row;
+      bp[size_t(i)] = p;
+      bt[size_t(i)] = toks[size_t(i)][size_t(p)];
+    }
+    ASSERT_EQ(lockstep::backends::cuda::step_batch(
+                  gpu, B, ptrs.data(), caps.data(), lens.data(), bt.data(),
+                  bp.data(), out.data(), st.data()),
+              LS_OK)
+        << what << " batch step " << s;
+    for (int i = 0; i < B; ++i) {
+      ASSERT_EQ(st[size_t(i)], LS_OK);
+      std::memcpy(bl[size_t(i)].data() + size_t(s) * V,
+                  out.data() + size_t(i) * V, V * sizeof(float));
+    }
+  }
+  auto compare = [&](const std::vector<float>& got,
+                     const std::vector<float>& want, bool logits,
+                     const std::string& label) {
+    const size_t d = CountDifferent(got.data(), want.data(), got.size());
+    (logits ? counts->logits : counts->words) += got.size();
+    (logits ? counts->logits_differ : counts->words_differ) += d;
+    EXPECT_TRUE(BytesEqual(got, want)) << label << " (" << d << " differ)";
+  };
+  for (int i = 0; i < B; ++i) {
+    const std::string m = what + " batch " + std::to_string(B) + " member " +
+                          std::to_string(i) + " (prompt " +
+                          std::to_string(len[size_t(i)]) + ")";
+    compare(bl[size_t(i)], gl[size_t(i)], true, m + ": logits vs alone");
+    compare(bc[size_t(i)], gc[size_t(i)], false, m + ": cache vs alone");
+  }
+  for (Gpt2Backend* o : others) {
+    std::vector<std::vector<float>> ol, oc;
+    alone(*o, &ol, &oc);
+    for (int i = 0; i < B; ++i) {
+      const std::string m = what + " batch " + std::to_string(B) + " member " +
+                            std::to_string(i) + " vs " + o->name();
+      compare(bl[size_t(i)], ol[size_t(i)], true, m + ": logits");
+      compare(bc[size_t(i)], oc[size_t(i)], false, m + ": cache");
+    }
+  }
+}
+
+// Small seeded configs (widths not multiples of 16, head widths 8-64,
+// vocabularies not multiples of 16, which the batched logits leave to the
+// one-row kernel): batches of 1, 3, 8 and 13 members against each member
+// alone on the GPU and on the reference.
+TEST(CudaBatch, SmallConfigsEachMemberBytesEqualAlone) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config configs[] = {
+      {300, 24, 48, 3, 2},   // D = 16
+      {301, 20, 40, 2, 2},   // n_embd 40: sequential dots
+      {97, 70, 128, 2, 1},   // D = 64, n_embd 128: the batched logits
+      {131, 16, 24, 3, 1},   // D = 8
+      {509, 40, 192, 3, 2},  // n_embd 192, D = 64
+  };
+  uint64_t seed = 300;
+  BatchCounts n;
+  for (const auto& c : configs) {
+    const auto w = lockstep::random_gpt2_weights(c, ++seed);
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+    auto gpu = Cuda(c, w);
+    for (int B : {1, 3, 8, 13}) {
+      ExpectBatchEqualsAlone(*gpu, {ref.get()}, c, B, 4, c.n_ctx - 4,
+                             seed * 31 + uint64_t(B),
+                             "n_embd " + std::to_string(c.n_embd), &n);
+    }
+  }
+  std::printf(
+      "cuda batches, small: %zu logits compared, %zu differ; %zu "
+      "cache words compared, %zu differ\n",
+      n.logits, n.logits_differ, n.words, n.words_differ);
+}
+
+// step_batch's checks: each member's in step's order, the first failing
+// member's status, nothing computed (the caches unchanged); the statuses
+// of a good batch; a cache shared by two members throws.
+TEST(CudaBatch, StatusCodes) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = {300, 24, 48, 3, 2};
+  const auto w = lockstep::random_gpt2_weights(c, 5);
+  auto gpu = Cuda(c, w, 4);
+  namespace cu = lockstep::backends::cuda;
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  std::vector<float> a(4 * row, 1.0f), b(4 * row, 2.0f), lg(3 * V);
+  std::vector<float> a0 = a;
+  float* ptrs[3] = {a.data(), b.data(), nullptr};
+  size_t caps[3] = {a.size(), b.size(), 0};
+  size_t lens[3] = {0, 0, 0};
+  int32_t toks[3] = {1, 2, 3}, pos[3] = {0, 0, 0};
+  ls_status st[3];
+  EXPECT_EQ(cu::step_batch(*gpu, 3, ptrs, caps, lens, toks, pos, lg.data(), st),
+            LS_ERR_NULL);
+  EXPECT_EQ(st[2], LS_ERR_NULL);
+  EXPECT_EQ(cu::step_batch(*gpu, 0, ptrs, caps, lens, toks, pos, lg.data()),
+            LS_ERR_EMPTY_SEQUENCE);
+  toks[1] = 300;
+  EXPECT_EQ(cu::step_batch(*gpu, 2, ptrs, caps, lens, toks, pos, lg.data()),
+            LS_ERR_TOKEN);
+  toks[1] = 2;
+  pos[1] = 24;
+  EXPECT_EQ(cu::step_batch(*gpu, 2, ptrs, caps, lens, toks, pos, lg.data()),
+            LS_ERR_POSITION);
+  pos[1] = 1;
+  EXPECT_EQ(cu::step_batch(*gpu, 2, ptrs, caps, lens, toks, pos, lg.data()),
+            LS_ERR_CACHE_LENGTH);
+  pos[1] = 0;
+  caps[0] = row - 1;
+  EXPECT_EQ(cu::step_batch(*gpu, 2, ptrs, caps, lens, toks, pos, lg.data()),
+            LS_ERR_CACHE_LENGTH);
+  caps[0] = a.size();
+  EXPECT_TRUE(BytesEqual(a, a0)) << "a failed batch wrote a cache";
+  ptrs[2] = a.data();
+  caps[2] = a.size();
+  EXPECT_THROW(cu::step_batch(*gpu, 3, ptrs, caps, lens, toks, pos, lg.data()),
+               lockstep::Error);
+  // More members than max_prefix (4) rows of scratch.
+  std::vector<std::vector<float>> many(5, std::vector<float>(row));
+  float* mp[5];
+  size_t mc[5], ml[5] = {0, 0, 0, 0, 0};
+  int32_t mt[5] = {1, 2, 3, 4, 5}, mpos[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < 5; ++i) mp[i] = many[size_t(i)].data(), mc[i] = row;
+  std::vector<float> ml5(5 * V);
+  EXPECT_EQ(cu::step_batch(*gpu, 5, mp, mc, ml, mt, mpos, ml5.data()),
+            LS_ERR_SCRATCH);
+  EXPECT_EQ(cu::step_batch(*gpu, 2, ptrs, caps, lens, toks, pos, lg.data(), st),
+            LS_OK);
+  EXPECT_EQ(st[0], LS_OK);
+  EXPECT_EQ(st[1], LS_OK);
+}
+
+// The full-size random 124M: batches of 8 and 32 members (prompts of 0 to
+// 96 tokens, so every batched step mixes positions), 12 batched steps,
+// every member's logits at every step and its whole cache against the
+// member alone on the GPU and on the CPU engine.
+TEST(CudaBatch_124M, Batches8And32BytesEqualAloneAndTheCpuEngine) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = lockstep::kGpt2_124M;
+  const auto w = lockstep::random_gpt2_weights(c, 124);
+  const int threads =
+      int(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
+  auto cpu = make_gpt2_backend("cpu", c, w.data(), w.size(), threads, 128);
+  auto gpu = Cuda(c, w, 128);
+  BatchCounts n;
+  for (int B : {8, 32}) {
+    ExpectBatchEqualsAlone(*gpu, {cpu.get()}, c, B, 12, 97, 1000 + uint64_t(B),
+                           "124M", &n);
+  }
+  std::printf(
+      "cuda batches 124M: %zu logits compared, %zu differ; %zu cache "
+      "words compared, %zu differ\n",
+      n.logits, n.logits_differ, n.words, n.words_differ);
+}
+
+// The cost-of-exactness variant (cuda_fast, LOCKSTEP_CUDA_FAST) is real:
+// its logits differ from the exact backend's (which equal the
+// reference's), and stay close (relative 2-norm under 1e-4).
+TEST(CudaFast, DiffersFromTheExactBackendButIsClose) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config c = {509, 40, 192, 3, 2};
+  const auto w = lockstep::random_gpt2_weights(c, 77);
+  auto exact = Cuda(c, w);
+  auto fast = lockstep::backends::cuda_fast::make_cuda_backend(
+      c, w.data(), w.size(), 0, LS_GPT2_LAYOUT_PLAIN);
+  auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+  const auto tokens = RandomTokens(c, c.n_ctx, 77);
+  const size_t row = ls_gpt2_cache_row_floats(&c), V = size_t(c.n_vocab);
+  std::vector<float> ce(ls_gpt2_cache_floats(&c)), cf(ce.size()), cr(ce.size());
+  std::vector<float> le(V), lf(V), lr(V);
+  size_t differ = 0, compared = 0;
+  double num = 0, den = 0;
+  for (int p = 0; p < c.n_ctx; ++p) {
+    const size_t len = size_t(p) * row;
+    ASSERT_EQ(
+        exact->step(ce.data(), ce.size(), len, tokens[size_t(p)], p, le.data()),
+        LS_OK);
+    ASSERT_EQ(
+        fast->step(cf.data(), cf.size(), len, tokens[size_t(p)], p, lf.data()),
+        LS_OK);
+    ASSERT_EQ(
+        ref->step(cr.data(), cr.size(), len, tokens[size_t(p)], p, lr.data()),
+        LS_OK);
+    EXPECT_TRUE(BytesEqual(le, lr)) << "exact vs reference at " << p;
+    differ += CountDifferent(le.data(), lf.data(), V);
+    compared += V;
+    for (size_t i = 0; i < V; ++i) {
+      const double d = double(lf[i]) - double(le[i]);
+      num += d * d;
+      den += double(le[i]) * double(le[i]);
+    }
+  }
+  const double rel = std::sqrt(num / den);
+  std::printf(
+      "cuda fast variant (%s): %zu of %zu logits differ from the "
+      "exact backend's; relative 2-norm %.3g\n",
+      fast->name().c_str(), differ, compared, rel);
+  EXPECT_GT(differ, size_t(0)) << "the fast variant computes the exact bits";
+  EXPECT_LT(rel, 1e-4);
+}
+
 // Seeded random int8 models (n_embd 64-192: 1 to 3 groups per row, head
 // widths 16 and 64; vocabularies and contexts whose last §7.6 panel has an
 // odd width, so its words are not 4-byte aligned; 70 positions: more than

@@ -43,6 +43,15 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 // still match (docs/cuda.md).
 constexpr int kSample = 16;
 
+// A device copy of one caller's cache (docs/cuda.md: the mirror).
+struct Mirror {
+  const float* host = nullptr;  // the buffer it mirrors (null: none)
+  size_t capacity = 0, synced_len = 0;
+  size_t sample_from = 0;      // first row the current call samples
+  std::vector<float> samples;  // per cache row: 16 words at each end
+  float* device = nullptr;     // its rows on the device
+};
+
 class CudaBackend final : public Gpt2Backend {
  public:
   CudaBackend(const ls_gpt2_config& c, const float* weights, size_t words,
@@ -73,7 +82,11 @@ class CudaBackend final : public Gpt2Backend {
     return "cuda (" + device_name_ +
            (q8_ ? (q8_fuse_ ? ", int8" : ", int8, unfused") : "") +
            (!q8_ && matvec_ != 0 ? ", matvec " + std::to_string(matvec_) : "") +
-           (graph_exec_ ? "" : ", no graph") + ")";
+           (graph_exec_ ? "" : ", no graph") +
+#ifdef LOCKSTEP_CUDA_FAST
+           ", fast: FMA and split sums, not the spec's bits" +
+#endif
+           ")";
   }
   size_t extra_memory_bytes() const override { return device_bytes_; }
 
@@ -88,9 +101,10 @@ class CudaBackend final : public Gpt2Backend {
         cache_capacity < cache_len + row) {
       return LS_ERR_CACHE_LENGTH;
     }
-    sync_cache(cache, cache_capacity, cache_len);
+    sync_cache(mirror_, cache, cache_capacity, cache_len);
     h_info_[cuda::Info::kFirst] = position;
     h_info_[cuda::Info::kCount] = 1;
+    h_info_[cuda::Info::kSeqStride] = 0;
     h_info_[cuda::Info::kTokens] = token;
     if (graph_exec_) {
       LS_CUDA(cudaGraphLaunch(graph_exec_, stream_));
@@ -117,7 +131,7 @@ class CudaBackend final : public Gpt2Backend {
       return LS_ERR_CACHE_LENGTH;
     }
     if (n > positions_) return LS_ERR_SCRATCH;
-    sync_cache(cache, cache_capacity, cache_len);
+    sync_cache(mirror_, cache, cache_capacity, cache_len);
     put_info(position, tokens, n);
     enqueue_layers(n, true);
     if (all_positions && n > 1) {
@@ -149,6 +163,127 @@ class CudaBackend final : public Gpt2Backend {
     return finish(nullptr, 0, 0, 0, logits);
   }
 
+  // cuda::step_batch: member i's step is step(caches[i], capacities[i],
+  // cache_lens[i], tokens[i], positions[i], logits + i * V), all n computed
+  // together: one pass through the layers for the n rows (each row its own
+  // position and device cache), every output in the order of the
+  // one-position step, so every member has the bits of its step alone.
+  ls_status step_batch(int n, float* const* caches, const size_t* capacities,
+                       const size_t* cache_lens, const int32_t* tokens,
+                       const int32_t* positions, float* logits,
+                       ls_status* statuses) {
+    if (q8_) throw Error("CUDA backend: step_batch: binary32 only");
+    if (!caches || !capacities || !cache_lens || !tokens || !positions ||
+        !logits) {
+      return LS_ERR_NULL;
+    }
+    if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    const size_t V = size_t(c_.n_vocab);
+    // Each member's checks, in step's order; the first failure is
+    // returned and nothing is computed.
+    for (int i = 0; i < n; ++i) {
+      ls_status st = LS_OK;
+      if (!caches[i]) {
+        st = LS_ERR_NULL;
+      } else if (tokens[i] < 0 || tokens[i] >= c_.n_vocab) {
+        st = LS_ERR_TOKEN;
+      } else if (positions[i] < 0 || positions[i] >= c_.n_ctx) {
+        st = LS_ERR_POSITION;
+      } else if (cache_lens[i] != size_t(positions[i]) * row ||
+                 capacities[i] < cache_lens[i] + row) {
+        st = LS_ERR_CACHE_LENGTH;
+      }
+      if (statuses) statuses[i] = st;
+      if (st != LS_OK) return st;
+      for (int j = 0; j < i; ++j) {
+        if (caches[j] == caches[i]) {
+          throw Error("CUDA backend: step_batch: members share a cache");
+        }
+      }
+    }
+    if (n > positions_) return LS_ERR_SCRATCH;
+    grow_batch(n);
+    for (int i = 0; i < n; ++i) {
+      sync_cache(bmirrors_[size_t(i)], caches[i], capacities[i], cache_lens[i]);
+    }
+    h_info_[cuda::Info::kFirst] = 0;
+    h_info_[cuda::Info::kCount] = n;
+    h_info_[cuda::Info::kSeqStride] = int(ls_gpt2_cache_floats(&c_));
+    std::memcpy(h_info_ + cuda::Info::kTokens, tokens, size_t(n) * 4);
+    std::memcpy(h_info_ + cuda::Info::kTokens + n, positions, size_t(n) * 4);
+    if (cudaGraphExec_t g = batch_graph(n)) {
+      LS_CUDA(cudaGraphLaunch(g, stream_));
+    } else {
+      enqueue_batch(n);
+    }
+    // Back: the flags, the n rows of logits and each member's new row,
+    // through pinned staging.
+    LS_CUDA(cudaMemcpyAsync(h_bflags_, d_bflags_, size_t(n) * sizeof(int),
+                            cudaMemcpyDeviceToHost, stream_));
+    LS_CUDA(cudaMemcpyAsync(h_bstage_, d_blogits_, size_t(n) * V * 4,
+                            cudaMemcpyDeviceToHost, stream_));
+    const size_t cf = ls_gpt2_cache_floats(&c_);
+    float* rows_stage = h_bstage_ + size_t(n) * V;
+    for (int i = 0; i < n; ++i) {
+      LS_CUDA(cudaMemcpyAsync(rows_stage + size_t(i) * row,
+                              d_bcache_ + size_t(i) * cf + cache_lens[i],
+                              row * sizeof(float), cudaMemcpyDeviceToHost,
+                              stream_));
+    }
+    LS_CUDA(cudaStreamSynchronize(stream_));
+    std::memcpy(logits, h_bstage_, size_t(n) * V * sizeof(float));
+    ls_status result = LS_OK;
+    for (int i = 0; i < n; ++i) {
+      std::memcpy(caches[i] + cache_lens[i], rows_stage + size_t(i) * row,
+                  row * sizeof(float));
+      note_synced(bmirrors_[size_t(i)], caches[i], capacities[i],
+                  cache_lens[i] + row);
+      const ls_status st = h_bflags_[i] ? LS_ERR_OUTPUT_NONFINITE : LS_OK;
+      if (statuses) statuses[i] = st;
+      if (st != LS_OK && result == LS_OK) result = st;
+    }
+    return result;
+  }
+
+  // cuda::device_batch_step_seconds: one batched step's device time (graph
+  // replays, no copies), members at positions[0..n).
+  double device_batch_step_seconds(int n, const int32_t* tokens,
+                                   const int32_t* positions, int reps) {
+    if (q8_ || n < 1 || n > positions_ || reps < 1) {
+      throw Error("CUDA backend: device_batch_step_seconds: bad arguments");
+    }
+    grow_batch(n);
+    h_info_[cuda::Info::kFirst] = 0;
+    h_info_[cuda::Info::kCount] = n;
+    h_info_[cuda::Info::kSeqStride] = int(ls_gpt2_cache_floats(&c_));
+    std::memcpy(h_info_ + cuda::Info::kTokens, tokens, size_t(n) * 4);
+    std::memcpy(h_info_ + cuda::Info::kTokens + n, positions, size_t(n) * 4);
+    cudaGraphExec_t g = batch_graph(n);
+    cudaEvent_t e0, e1;
+    LS_CUDA(cudaEventCreate(&e0));
+    LS_CUDA(cudaEventCreate(&e1));
+    std::vector<float> ms;
+    for (int r = 0; r <= reps; ++r) {
+      LS_CUDA(cudaEventRecord(e0, stream_));
+      if (g) {
+        LS_CUDA(cudaGraphLaunch(g, stream_));
+      } else {
+        enqueue_batch(n);
+      }
+      LS_CUDA(cudaEventRecord(e1, stream_));
+      LS_CUDA(cudaEventSynchronize(e1));
+      float t = 0;
+      LS_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      if (r > 0) ms.push_back(t);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    for (auto& m : bmirrors_) m.host = nullptr;
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2] / 1e3;
+  }
+
   // cuda::profile_step: one decode step's launches (no graph), each
   // kernel's device time from the events between launches, summed by
   // label.
@@ -160,6 +295,7 @@ class CudaBackend final : public Gpt2Backend {
     }
     h_info_[cuda::Info::kFirst] = position;
     h_info_[cuda::Info::kCount] = 1;
+    h_info_[cuda::Info::kSeqStride] = 0;
     h_info_[cuda::Info::kTokens] = token;
     std::vector<std::pair<std::string, cudaEvent_t>> marks;
     cudaEvent_t start;
@@ -190,7 +326,7 @@ class CudaBackend final : public Gpt2Backend {
     }
     cudaEventDestroy(start);
     for (const auto& m : marks) cudaEventDestroy(m.second);
-    host_cache_ = nullptr;
+    mirror_.host = nullptr;
     return out;
   }
 
@@ -217,7 +353,7 @@ class CudaBackend final : public Gpt2Backend {
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-    host_cache_ = nullptr;
+    mirror_.host = nullptr;
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2] / 1e3;
   }
@@ -230,6 +366,7 @@ class CudaBackend final : public Gpt2Backend {
     }
     h_info_[cuda::Info::kFirst] = position;
     h_info_[cuda::Info::kCount] = 1;
+    h_info_[cuda::Info::kSeqStride] = 0;
     h_info_[cuda::Info::kTokens] = token;
     cudaEvent_t e0, e1;
     LS_CUDA(cudaEventCreate(&e0));
@@ -251,7 +388,7 @@ class CudaBackend final : public Gpt2Backend {
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     // The replays wrote a device cache row the host does not have.
-    host_cache_ = nullptr;
+    mirror_.host = nullptr;
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2] / 1e3;
   }
@@ -295,7 +432,7 @@ class CudaBackend final : public Gpt2Backend {
           cudaMemcpy(d_w_, src, words * sizeof(float), cudaMemcpyHostToDevice));
     }
     d_cache_ = alloc<float>(ls_gpt2_cache_floats(&c_));
-    samples_.assign(size_t(c_.n_ctx) * 2 * kSample, 0.0f);
+    mirror_.device = d_cache_;
     d_xs_ = alloc<float>(P * C);
     d_hs_ = alloc<float>(P * C);
     d_qkvs_ = alloc<float>(P * 3 * C);
@@ -304,21 +441,23 @@ class CudaBackend final : public Gpt2Backend {
     d_hf_ = alloc<float>(C);
     d_logits_ = alloc<float>(V);
     d_flag_ = alloc<int>(1);
-    d_info_ = alloc<int>(2 + P);
+    d_info_ = alloc<int>(cuda::Info::kTokens + 2 * P);
     // matvec3's block sums and per-tile counters (zero between launches).
     d_partial_ = alloc<float>(16 * 4 * C);
     d_counters_ = alloc<unsigned>(size_t(ceil_div(4 * c_.n_embd, 32)));
     LS_CUDA(cudaMemset(d_counters_, 0,
                        size_t(ceil_div(4 * c_.n_embd, 32)) * sizeof(unsigned)));
     void* h = nullptr;
-    LS_CUDA(cudaHostAlloc(&h, (2 + P) * sizeof(int), cudaHostAllocDefault));
+    LS_CUDA(cudaHostAlloc(&h, (cuda::Info::kTokens + 2 * P) * sizeof(int),
+                          cudaHostAllocDefault));
     h_info_ = static_cast<int*>(h);
     LS_CUDA(cudaHostAlloc(&h, sizeof(int), cudaHostAllocDefault));
     h_flag_ = static_cast<int*>(h);
     const size_t stage = V + ls_gpt2_cache_row_floats(&c_);
     LS_CUDA(cudaHostAlloc(&h, stage * sizeof(float), cudaHostAllocDefault));
     h_stage_ = static_cast<float*>(h);
-    device_bytes_ += (3 + P) * sizeof(int) + stage * sizeof(float);  // pinned
+    device_bytes_ += (cuda::Info::kTokens + 2 * P + 1) * sizeof(int) +
+                     stage * sizeof(float);  // pinned
 
     const int D = c_.n_embd / c_.n_head;
     attention_smem_ = cuda::attention_smem_floats(D, c_.n_ctx) * sizeof(float);
@@ -349,7 +488,7 @@ class CudaBackend final : public Gpt2Backend {
   // The decode step, captured once: the info copy from pinned memory (read
   // at each replay), then every launch of enqueue_step.
   void capture_step() {
-    h_info_[0] = 0, h_info_[1] = 1, h_info_[2] = 0;
+    h_info_[0] = 0, h_info_[1] = 1, h_info_[2] = 0, h_info_[3] = 0;
     cudaGraph_t graph = nullptr;
     try {
       LS_CUDA(
@@ -371,10 +510,146 @@ class CudaBackend final : public Gpt2Backend {
   }
 
   void enqueue_step() {
-    LS_CUDA(cudaMemcpyAsync(d_info_, h_info_, 3 * sizeof(int),
+    LS_CUDA(cudaMemcpyAsync(d_info_, h_info_,
+                            (cuda::Info::kTokens + 1) * sizeof(int),
                             cudaMemcpyHostToDevice, stream_));
     enqueue_layers(1, true);
     enqueue_final(0);
+  }
+
+  // Batches: device caches, logits and flags for n members (grown, never
+  // shrunk; growing drops the batch graphs and the batch mirrors).
+  void grow_batch(int n) {
+    if (n <= slots_) return;
+    drop_batch_graphs();
+    for (void* p :
+         {static_cast<void*>(d_bcache_), static_cast<void*>(d_blogits_),
+          static_cast<void*>(d_bflags_)}) {
+      if (!p) continue;
+      cudaFree(p);
+      allocs_.erase(std::find(allocs_.begin(), allocs_.end(), p));
+    }
+    if (h_bstage_) cudaFreeHost(h_bstage_);
+    h_bstage_ = nullptr;
+    const size_t cf = ls_gpt2_cache_floats(&c_), V = size_t(c_.n_vocab);
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    d_bcache_ = alloc<float>(size_t(n) * cf);
+    d_blogits_ = alloc<float>(size_t(n) * V);
+    d_bflags_ = alloc<int>(size_t(n) + 1);
+    void* h = nullptr;
+    const size_t stage =
+        size_t(n) * (V + row) * sizeof(float) + (size_t(n) + 1) * sizeof(int);
+    LS_CUDA(cudaHostAlloc(&h, stage, cudaHostAllocDefault));
+    h_bstage_ = static_cast<float*>(h);
+    h_bflags_ = reinterpret_cast<int*>(h_bstage_ + size_t(n) * (V + row));
+    slots_ = n;
+    bmirrors_.assign(size_t(n), Mirror());
+    for (int i = 0; i < n; ++i) {
+      bmirrors_[size_t(i)].device = d_bcache_ + size_t(i) * cf;
+    }
+  }
+
+  void drop_batch_graphs() {
+    for (auto& g : batch_graphs_) cudaGraphExecDestroy(g.second);
+    batch_graphs_.clear();
+  }
+
+  // The batched step of n members captured once per n (null: no graphs,
+  // LOCKSTEP_CUDA_GRAPH=0 or the capture failed).
+  cudaGraphExec_t batch_graph(int n) {
+    if (!graph_exec_) return nullptr;
+    for (auto& g : batch_graphs_) {
+      if (g.first == n) return g.second;
+    }
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    try {
+      LS_CUDA(
+          cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      enqueue_batch(n);
+      LS_CUDA(cudaStreamEndCapture(stream_, &graph));
+      LS_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+      cudaGraphDestroy(graph);
+    } catch (const Error&) {
+      cudaGraph_t g = nullptr;
+      cudaStreamEndCapture(stream_, &g);
+      if (g) cudaGraphDestroy(g);
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      return nullptr;
+    }
+    batch_graphs_.push_back({n, exec});
+    return exec;
+  }
+
+  // The batched step's launches: the info (tokens and positions from
+  // pinned memory), the flags cleared, embeddings of the n rows, per layer
+  // LayerNorm of the n rows then the batched products (matvec_rows_kernel),
+  // attention of each row over its own cache; ln_f of the n rows and the
+  // batched logits.
+  void enqueue_batch(int n) {
+    LS_CUDA(cudaMemcpyAsync(d_info_, h_info_,
+                            size_t(cuda::Info::kTokens + 2 * n) * sizeof(int),
+                            cudaMemcpyHostToDevice, stream_));
+    LS_CUDA(cudaMemsetAsync(d_bflags_, 0, size_t(n) * sizeof(int), stream_));
+    const int C = c_.n_embd, D = C / c_.n_head;
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    cuda::embed_kernel<<<n, 256, 0, stream_>>>(d_w_, ls_gpt2_wpe_offset(&c_), C,
+                                               d_info_, d_xs_, d_flag_);
+    launched("embed");
+    for (int l = 0; l < c_.n_layer; ++l) {
+      const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
+      float* kv = d_bcache_ + size_t(l) * 2 * C;
+      layernorm(d_xs_, b.ln1_g, b.ln1_b, n, d_hs_);
+      product_rows<cuda::kQkv>(d_hs_, b.attn_w, b.attn_b, n, C, 3 * C, d_qkvs_,
+                               kv);
+      cuda::attention_kernel<<<dim3(c_.n_head, n), cuda::kAttnThreads,
+                               attention_smem_, stream_>>>(
+          d_qkvs_, kv, kv + C, row, C, D, c_.n_ctx, d_info_, d_as_);
+      launched("attention");
+      product_rows<cuda::kResidual>(d_as_, b.proj_w, b.proj_b, n, C, C, d_xs_,
+                                    nullptr);
+      layernorm(d_xs_, b.ln2_g, b.ln2_b, n, d_hs_);
+      product_rows<cuda::kGelu>(d_hs_, b.fc_w, b.fc_b, n, C, 4 * C, d_fs_,
+                                nullptr);
+      product_rows<cuda::kResidual>(d_fs_, b.out_w, b.out_b, n, 4 * C, C, d_xs_,
+                                    nullptr);
+    }
+    const size_t lnf = ls_gpt2_lnf_offset(&c_);
+    layernorm(d_xs_, lnf, lnf + c_.n_embd, n, d_hs_);
+    const size_t V = size_t(c_.n_vocab);
+    if (c_.n_embd % 64 == 0 && c_.n_embd <= 1600) {
+      cuda::logits_rows_kernel<<<ceil_div(c_.n_vocab, 16), 256, 0, stream_>>>(
+          d_hs_, d_w_, n, c_.n_embd, c_.n_vocab, d_blogits_, d_bflags_);
+      launched("logits rows");
+    } else {
+      for (int t = 0; t < n; ++t) {
+        cuda::logits_kernel<<<ceil_div(c_.n_vocab, 16), 256, 0, stream_>>>(
+            d_hs_ + size_t(t) * c_.n_embd, d_w_, c_.n_embd, c_.n_vocab,
+            d_blogits_ + size_t(t) * V, d_bflags_ + t);
+        launched("logits");
+      }
+    }
+  }
+
+  // One batched decode product: the n rows of x, 8 rows per block.
+  template <int kEpi>
+  void product_rows(const float* x, size_t w_off, size_t b_off, int n, int K,
+                    int N, float* y, float* kv) {
+    const float* w = d_w_ + w_off;
+    const float* b = d_w_ + b_off;
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    constexpr int kR = 8;
+    if (N >= 2048) {
+      const dim3 grid(ceil_div(N, 16), ceil_div(n, kR));
+      cuda::matvec_rows_kernel<16, kR, kEpi>
+          <<<grid, 256, 0, stream_>>>(x, w, b, n, K, N, y, kv, row, d_info_);
+    } else {
+      const dim3 grid(ceil_div(N, 8), ceil_div(n, kR));
+      cuda::matvec_rows_kernel<8, kR, kEpi>
+          <<<grid, 128, 0, stream_>>>(x, w, b, n, K, N, y, kv, row, d_info_);
+    }
+    launched("matvec rows", K, N);
   }
 
   // LayerNorm-fused decode products keep n_embd floats in dynamic shared
@@ -402,6 +677,9 @@ class CudaBackend final : public Gpt2Backend {
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     if (graph_) cudaGraphDestroy(graph_);
     graph_exec_ = nullptr, graph_ = nullptr;
+    drop_batch_graphs();
+    if (h_bstage_) cudaFreeHost(h_bstage_);
+    h_bstage_ = nullptr;
     for (void* p : allocs_) cudaFree(p);
     allocs_.clear();
     if (h_info_) cudaFreeHost(h_info_);
@@ -416,8 +694,10 @@ class CudaBackend final : public Gpt2Backend {
   void put_info(int first, const int32_t* tokens, int n) {
     h_info_[cuda::Info::kFirst] = first;
     h_info_[cuda::Info::kCount] = n;
+    h_info_[cuda::Info::kSeqStride] = 0;
     std::memcpy(h_info_ + cuda::Info::kTokens, tokens, size_t(n) * 4);
-    LS_CUDA(cudaMemcpyAsync(d_info_, h_info_, size_t(2 + n) * sizeof(int),
+    LS_CUDA(cudaMemcpyAsync(d_info_, h_info_,
+                            size_t(cuda::Info::kTokens + n) * sizeof(int),
                             cudaMemcpyHostToDevice, stream_));
   }
 
@@ -777,48 +1057,50 @@ class CudaBackend final : public Gpt2Backend {
     LS_CUDA(cudaStreamSynchronize(stream_));
     if (logits) std::memcpy(logits, h_stage_, V * sizeof(float));
     if (stage_row) std::memcpy(cache + cache_len, h_stage_ + V, row * 4);
-    if (cache) note_synced(cache, cache_capacity, cache_len + rows);
+    if (cache) note_synced(mirror_, cache, cache_capacity, cache_len + rows);
     return *h_flag_ ? LS_ERR_OUTPUT_NONFINITE : LS_OK;
   }
 
-  // The device mirror holds the host's rows [0, cache_len) when the caller
-  // passes the buffer it passed last (same pointer and capacity), no longer
-  // than the mirror holds, and the ends of row cache_len - 1 (sampled when
-  // the mirror got it) are unchanged; otherwise those rows are uploaded
+  // The device mirror m holds the host's rows [0, cache_len) when the
+  // caller passes the buffer it passed last (same pointer and capacity), no
+  // longer than the mirror holds, and the ends of row cache_len - 1 (sampled
+  // when the mirror got it) are unchanged; otherwise those rows are uploaded
   // (docs/cuda.md). A shorter length (a rewound session) is trusted too.
-  void sync_cache(const float* cache, size_t capacity, size_t cache_len) {
+  void sync_cache(Mirror& m, const float* cache, size_t capacity,
+                  size_t cache_len) {
     const size_t row = ls_gpt2_cache_row_floats(&c_);
     const size_t rows = cache_len / row;
-    bool trusted = cache == host_cache_ && capacity == host_capacity_ &&
-                   cache_len <= synced_len_;
+    bool trusted =
+        cache == m.host && capacity == m.capacity && cache_len <= m.synced_len;
     if (trusted && rows > 0) {
       const float* last = cache + cache_len - row;
-      const float* s = samples_.data() + (rows - 1) * 2 * kSample;
+      const float* s = m.samples.data() + (rows - 1) * 2 * kSample;
       trusted = std::memcmp(last, s, sizeof(float) * kSample) == 0 &&
                 std::memcmp(last + row - kSample, s + kSample,
                             sizeof(float) * kSample) == 0;
     }
-    sample_from_ = rows;
+    m.sample_from = rows;
     if (!trusted && rows > 0) {
-      LS_CUDA(cudaMemcpyAsync(d_cache_, cache, cache_len * sizeof(float),
+      LS_CUDA(cudaMemcpyAsync(m.device, cache, cache_len * sizeof(float),
                               cudaMemcpyHostToDevice, stream_));
       ++uploads_;
-      sample_from_ = 0;
+      m.sample_from = 0;
     }
   }
 
   // After a call: the mirror equals the host's rows [0, len); samples the
   // rows it did not hold before (uploaded or appended).
-  void note_synced(const float* cache, size_t capacity, size_t len) {
+  void note_synced(Mirror& m, const float* cache, size_t capacity, size_t len) {
     const size_t row = ls_gpt2_cache_row_floats(&c_);
-    host_cache_ = cache, host_capacity_ = capacity, synced_len_ = len;
+    m.host = cache, m.capacity = capacity, m.synced_len = len;
     if (row < size_t(kSample)) {
-      host_cache_ = nullptr;  // too short to sample: always upload
+      m.host = nullptr;  // too short to sample: always upload
       return;
     }
-    for (size_t r = sample_from_; r < len / row; ++r) {
+    if (m.samples.empty()) m.samples.assign(size_t(c_.n_ctx) * 2 * kSample, 0);
+    for (size_t r = m.sample_from; r < len / row; ++r) {
       const float* p = cache + r * row;
-      float* s = samples_.data() + r * 2 * kSample;
+      float* s = m.samples.data() + r * 2 * kSample;
       std::memcpy(s, p, sizeof(float) * kSample);
       std::memcpy(s + kSample, p + row - kSample, sizeof(float) * kSample);
     }
@@ -855,21 +1137,51 @@ class CudaBackend final : public Gpt2Backend {
   int* h_info_ = nullptr;
   int* h_flag_ = nullptr;
   float* h_stage_ = nullptr;  // pinned: the logits, then one cache row
-  // The mirror's state (sync_cache).
-  const float* host_cache_ = nullptr;
-  size_t host_capacity_ = 0, synced_len_ = 0;
-  size_t sample_from_ = 0;      // first row the current call samples
-  std::vector<float> samples_;  // per cache row: 16 words at each end
+  // The single sequence's mirror (sync_cache).
+  Mirror mirror_;
   long uploads_ = 0;
+  // Batches (step_batch): member i's device cache is d_bcache_ + i *
+  // cache floats, mirrored by bmirrors_[i]; its logits d_blogits_ + i * V,
+  // its flag d_bflags_[i]; pinned staging for the logits and new rows; one
+  // graph per batch size.
+  int slots_ = 0;
+  float* d_bcache_ = nullptr;
+  float* d_blogits_ = nullptr;
+  int* d_bflags_ = nullptr;
+  float* h_bstage_ = nullptr;
+  int* h_bflags_ = nullptr;
+  std::vector<Mirror> bmirrors_;
+  std::vector<std::pair<int, cudaGraphExec_t>> batch_graphs_;
 };
 
+#ifndef LOCKSTEP_CUDA_FAST
 double median_of(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+#endif
+
+CudaBackend& as_cuda(Gpt2Backend& b, const char* what) {
+  auto* cb = dynamic_cast<CudaBackend*>(&b);
+  if (!cb) throw Error(std::string(what) + ": not a CUDA backend");
+  return *cb;
+}
 
 }  // namespace
 
+#ifdef LOCKSTEP_CUDA_FAST
+// The "cost of exactness" variant (backends/cuda/cuda_backend_fast.cu):
+// only the entries the comparison needs.
+namespace cuda_fast {
+
+std::unique_ptr<Gpt2Backend> make_cuda_backend(const ls_gpt2_config& c,
+                                               const float* weights,
+                                               size_t words, int max_prefix,
+                                               ls_gpt2_layout layout) {
+  return std::make_unique<CudaBackend>(c, weights, words, max_prefix, layout);
+}
+
+#else
 std::unique_ptr<Gpt2Backend> make_cuda_backend(const ls_gpt2_config& c,
                                                const float* weights,
                                                size_t words, int max_prefix,
@@ -979,26 +1291,43 @@ double nonfma_peak_flops() {
   return flops / (median_of(ms) / 1e3);
 }
 
+#endif  // LOCKSTEP_CUDA_FAST
+
 double device_prefill_seconds(Gpt2Backend& b, const int32_t* tokens, int n,
                               int reps) {
-  auto* cb = dynamic_cast<CudaBackend*>(&b);
-  if (!cb) throw Error("device_prefill_seconds: not a CUDA backend");
-  return cb->device_prefill_seconds(tokens, n, reps);
+  return as_cuda(b, "device_prefill_seconds")
+      .device_prefill_seconds(tokens, n, reps);
 }
 
 std::vector<std::pair<std::string, double>> profile_step(Gpt2Backend& b,
                                                          int position,
                                                          int token) {
-  auto* cb = dynamic_cast<CudaBackend*>(&b);
-  if (!cb) throw Error("profile_step: not a CUDA backend");
-  return cb->profile_step(position, token);
+  return as_cuda(b, "profile_step").profile_step(position, token);
 }
 
 double device_step_seconds(Gpt2Backend& b, int position, int token, int reps) {
-  auto* cb = dynamic_cast<CudaBackend*>(&b);
-  if (!cb) throw Error("device_step_seconds: not a CUDA backend");
-  return cb->device_step_seconds(position, token, reps);
+  return as_cuda(b, "device_step_seconds")
+      .device_step_seconds(position, token, reps);
 }
 
+ls_status step_batch(Gpt2Backend& b, int n, float* const* caches,
+                     const size_t* capacities, const size_t* cache_lens,
+                     const int32_t* tokens, const int32_t* positions,
+                     float* logits, ls_status* statuses) {
+  return as_cuda(b, "step_batch")
+      .step_batch(n, caches, capacities, cache_lens, tokens, positions, logits,
+                  statuses);
+}
+
+double device_batch_step_seconds(Gpt2Backend& b, int n, const int32_t* tokens,
+                                 const int32_t* positions, int reps) {
+  return as_cuda(b, "device_batch_step_seconds")
+      .device_batch_step_seconds(n, tokens, positions, reps);
+}
+
+#ifdef LOCKSTEP_CUDA_FAST
+}  // namespace cuda_fast
+#else
 }  // namespace cuda
+#endif
 }  // namespace lockstep::backends

@@ -73,7 +73,54 @@ std::vector<std::pair<std::string, double>> profile_step(Gpt2Backend& b,
 double device_prefill_seconds(Gpt2Backend& b, const int32_t* tokens, int n,
                               int reps);
 
+// Batches: a decode step for each of n independent sequences at once.
+// Member i is step(caches[i], capacities[i], cache_lens[i], tokens[i],
+// positions[i], logits + i * n_vocab) with the same bits as that step
+// alone (every logit and the appended cache row); the n run as one pass
+// through the layers. The members' caches are distinct host buffers, each
+// mirrored on the device in slot i (docs/cuda.md: the same trust rule as
+// step's). Returns the first member's failed check (in step's order;
+// nothing is computed), else LS_ERR_OUTPUT_NONFINITE if a member's logits
+// are not all finite, else LS_OK; `statuses` (optional, n entries) gets
+// each member's. n <= the backend's max_prefix; binary32 only (throws for
+// int8 or a cache shared by two members).
+ls_status step_batch(Gpt2Backend& b, int n, float* const* caches,
+                     const size_t* capacities, const size_t* cache_lens,
+                     const int32_t* tokens, const int32_t* positions,
+                     float* logits, ls_status* statuses = nullptr);
+// Device time of one batched step of n members at positions[0..n) (graph
+// replays, no copies): median of `reps`, in seconds. The members' device
+// caches hold whatever the last calls left.
+double device_batch_step_seconds(Gpt2Backend& b, int n, const int32_t* tokens,
+                                 const int32_t* positions, int reps);
+
 }  // namespace cuda
+
+// The cost of exactness (docs/cuda.md): the same backend and kernels built
+// with LOCKSTEP_CUDA_FAST (backends/cuda/cuda_backend_fast.cu): every
+// multiply-add of the products, attention and logits fused (__fmaf_rn),
+// LayerNorm's sums and softmax's sum split across lanes, so its results
+// are NOT the spec's bits. Linked only into the comparison benchmark
+// (cuda_exactness_bench) and the test that shows it differs; never used by
+// make_gpt2_backend. The entries work as cuda::'s on its backends.
+namespace cuda_fast {
+std::unique_ptr<Gpt2Backend> make_cuda_backend(const ls_gpt2_config& c,
+                                               const float* weights,
+                                               size_t words, int max_prefix,
+                                               ls_gpt2_layout layout);
+double device_step_seconds(Gpt2Backend& b, int position, int token, int reps);
+double device_prefill_seconds(Gpt2Backend& b, const int32_t* tokens, int n,
+                              int reps);
+std::vector<std::pair<std::string, double>> profile_step(Gpt2Backend& b,
+                                                         int position,
+                                                         int token);
+ls_status step_batch(Gpt2Backend& b, int n, float* const* caches,
+                     const size_t* capacities, const size_t* cache_lens,
+                     const int32_t* tokens, const int32_t* positions,
+                     float* logits, ls_status* statuses = nullptr);
+double device_batch_step_seconds(Gpt2Backend& b, int n, const int32_t* tokens,
+                                 const int32_t* positions, int reps);
+}  // namespace cuda_fast
 }  // namespace lockstep::backends
 
 #endif  // LOCKSTEP_BACKENDS_CUDA_CUDA_BACKEND_H_

@@ -12,6 +12,8 @@
 //  - time to first token: the batched prefill of 128 and 512 tokens into
 //    an empty cache (through the interface, and the kernels alone), and
 //    the full-prefix pass over 128;
+//  - batches of 1, 8 and 32 independent sequences (cuda::step_batch):
+//    tokens/s over 128 batched steps, and one batched step's device time;
 //  - the same weights quantized to grouped int8 (docs/int8.md): decode,
 //    the device step, kernel by kernel, and prefill, against the int8
 //    floor (every weight byte read once per token at the copy rate).
@@ -176,6 +178,54 @@ int run(int repeat) {
     }
     out["infer128_s"] = median(runs);
   }
+
+  // Batches (cuda::step_batch): B independent sequences from position 0,
+  // 128 batched steps, every member's logits and new cache row copied back
+  // each step; tokens/s counts every member's tokens. And one batched
+  // step's device time (graph replay) at positions 0 and 0..B-1 spread.
+  std::fprintf(stderr, "cuda_bench: batches\n");
+  for (int B : {1, 8, 32}) {
+    const size_t cap = size_t(span + 1) * row;
+    std::vector<std::vector<float>> caches(static_cast<size_t>(B),
+                                           std::vector<float>(cap));
+    std::vector<float*> ptrs(static_cast<size_t>(B));
+    std::vector<size_t> caps(static_cast<size_t>(B), cap),
+        lens(static_cast<size_t>(B));
+    std::vector<int32_t> toks(static_cast<size_t>(B)),
+        poss(static_cast<size_t>(B));
+    std::vector<float> blog(static_cast<size_t>(B) * V);
+    for (int i = 0; i < B; ++i) ptrs[size_t(i)] = caches[size_t(i)].data();
+    auto batch_decode = [&]() {
+      const auto t0 = Clock::now();
+      for (int p = 0; p < span; ++p) {
+        for (int i = 0; i < B; ++i) {
+          lens[size_t(i)] = size_t(p) * row;
+          poss[size_t(i)] = p;
+          toks[size_t(i)] = tokens[size_t((p + 37 * i) % c.n_ctx)];
+        }
+        check(cu::step_batch(*be, B, ptrs.data(), caps.data(), lens.data(),
+                             toks.data(), poss.data(), blog.data()),
+              "step_batch");
+      }
+      return double(B) * span / seconds_since(t0);
+    };
+    batch_decode();  // warm-up (and the graph's capture)
+    std::vector<double> runs;
+    for (int r = 0; r < repeat; ++r) runs.push_back(batch_decode());
+    const std::string k = "batch" + std::to_string(B);
+    out[k + "_decode_tokens_per_s_pos0_127"] = median(runs);
+    out[k + "_decode_runs"] = runs;
+    for (int i = 0; i < B; ++i) poss[size_t(i)] = 0;
+    const double d0 =
+        cu::device_batch_step_seconds(*be, B, toks.data(), poss.data(), 50);
+    for (int i = 0; i < B; ++i)
+      poss[size_t(i)] = (i * 127) / std::max(1, B - 1);
+    const double dm =
+        cu::device_batch_step_seconds(*be, B, toks.data(), poss.data(), 50);
+    out[k + "_device_step_ms_pos0"] = d0 * 1e3;
+    out[k + "_device_step_tokens_per_s_pos0"] = B / d0;
+    out[k + "_device_step_ms_pos0_127_spread"] = dm * 1e3;
+  }
   be.reset();
 
   // The other decode products (LOCKSTEP_CUDA_MATVEC=2, 3), graph on.
@@ -304,6 +354,14 @@ int run(int repeat) {
                         "device_prefill_s_512",
                         "device_prefill_512_vs_nonfma_peak",
                         "infer128_s",
+                        "batch1_decode_tokens_per_s_pos0_127",
+                        "batch8_decode_tokens_per_s_pos0_127",
+                        "batch32_decode_tokens_per_s_pos0_127",
+                        "batch1_device_step_ms_pos0",
+                        "batch8_device_step_ms_pos0",
+                        "batch32_device_step_ms_pos0",
+                        "batch32_device_step_tokens_per_s_pos0",
+                        "batch32_device_step_ms_pos0_127_spread",
                         "q8_decode_floor_tokens_per_s",
                         "q8_decode_tokens_per_s_pos0_127",
                         "q8_decode_vs_floor_pos0_127",

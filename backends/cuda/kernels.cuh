@@ -13,19 +13,57 @@
 
 #include "backends/cuda/arith32.cuh"
 
+// The kernels live in an inline namespace named by their variant, so that
+// the exact kernels and the fast ones (LOCKSTEP_CUDA_FAST, below) can be
+// linked into one program without their symbols meeting.
+#ifdef LOCKSTEP_CUDA_FAST
+#define LS_CUDA_VARIANT fast_kernels
+#else
+#define LS_CUDA_VARIANT exact_kernels
+#endif
+
 namespace lockstep::backends::cuda {
+inline namespace LS_CUDA_VARIANT {
+
+// acc + a * b. Exact (the default): the product rounded, then the sum
+// (§1: no contraction). With LOCKSTEP_CUDA_FAST, the "cost of exactness"
+// variant (backends/cuda/cuda_backend_fast.cu, docs/cuda.md): one fused
+// multiply-add, rounded once, which the spec forbids. That variant is
+// built only into the comparison benchmark and the test that shows it
+// differs, never into the backend lockstep uses.
+__device__ __forceinline__ float madd(float acc, float a, float b) {
+#ifdef LOCKSTEP_CUDA_FAST
+  return __fmaf_rn(a, b, acc);
+#else
+  return __fadd_rn(acc, __fmul_rn(a, b));
+#endif
+}
 
 // §2.3: eps = 10^-5 rounded to binary32.
 constexpr float kLnEps = 0x1.4f8b58p-17f;
 
 // The device copy of a pass's positions and tokens: info[0] is the first
-// position, info[1] the number of positions n, info[2 + t] token t. Kernels
-// read positions from here rather than from their arguments, so that the
-// decode step's launches can be captured once in a CUDA graph and replayed
-// at any position.
+// position, info[1] the number of positions n, info[2] the distance in
+// floats between the caches of a batch's sequences (0: one sequence),
+// info[3 + t] token t. Kernels read positions from here rather than from
+// their arguments, so that the decode step's launches can be captured once
+// in a CUDA graph and replayed at any position. One sequence: row t is
+// position info[0] + t. A batch (info[2] != 0): row t is sequence t, at
+// position info[3 + n + t], its cache info[2] * t floats from the first.
 struct Info {
-  static constexpr int kFirst = 0, kCount = 1, kTokens = 2;
+  static constexpr int kFirst = 0, kCount = 1, kSeqStride = 2, kTokens = 3;
 };
+
+// Row t's position.
+__device__ __forceinline__ int row_position(const int* info, int t) {
+  return info[Info::kSeqStride] ? info[Info::kTokens + info[Info::kCount] + t]
+                                : info[Info::kFirst] + t;
+}
+
+// Row t's cache, in floats from the first sequence's (0 for one sequence).
+__device__ __forceinline__ size_t row_cache_offset(const int* info, int t) {
+  return static_cast<size_t>(t) * static_cast<unsigned>(info[Info::kSeqStride]);
+}
 
 // §2.1's halving tree over 16 block sums held in registers: h = 8, 4, 2, 1,
 // s[i] = s[i] + s[i + h] for i < h, written out (so the array stays in
@@ -59,7 +97,7 @@ __global__ void embed_kernel(const float* __restrict__ w, size_t wpe_off, int C,
                              int* flag) {
   const int t = blockIdx.x;
   const int token = info[Info::kTokens + t];
-  const int pos = info[Info::kFirst] + t;
+  const int pos = row_position(info, t);
   const float* te = w + static_cast<size_t>(token) * C;
   const float* pe = w + wpe_off + static_cast<size_t>(pos) * C;
   float* xr = x + static_cast<size_t>(t) * C;
@@ -77,6 +115,17 @@ template <bool kSquare>
 __device__ __forceinline__ float warp_ordered_sum(const float* v, int n) {
   const int lane = threadIdx.x & 31;
   float acc = 0.0f;
+#ifdef LOCKSTEP_CUDA_FAST
+  // The fast variant: 32 strided partial sums and a butterfly (not §2.1).
+  for (int k = lane; k < n; k += 32) {
+    acc = kSquare ? madd(acc, v[k], v[k]) : __fadd_rn(acc, v[k]);
+  }
+#pragma unroll
+  for (int h = 16; h >= 1; h /= 2) {
+    acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, h));
+  }
+  return acc;
+#endif
   if (n % 16 == 0) {
     const int len = n / 16;
     if (lane < 16) {
@@ -152,8 +201,8 @@ enum Epilogue {
   kQkv = 3,       // y[t][o] = v, and the k | v part also to the cache row
 };
 
-// kv: this layer's slot in the cache (cache + l * 2C), rows kv_row apart;
-// position info[kFirst] + t. N = 3C for kQkv.
+// kv: this layer's slot in the (first sequence's) cache (cache + l * 2C),
+// rows kv_row apart; row t at its position (row_position). N = 3C for kQkv.
 template <int kEpi>
 __device__ __forceinline__ void epilogue(float v, int t, int o, int N, float* y,
                                          float* kv, size_t kv_row,
@@ -169,8 +218,9 @@ __device__ __forceinline__ void epilogue(float v, int t, int o, int N, float* y,
   if (kEpi == kQkv && kv) {
     const int C = N / 3;
     if (o >= C) {
-      const size_t pos = static_cast<size_t>(info[Info::kFirst] + t);
-      kv[pos * kv_row + static_cast<size_t>(o - C)] = v;
+      const size_t pos = static_cast<size_t>(row_position(info, t));
+      kv[row_cache_offset(info, t) + pos * kv_row +
+         static_cast<size_t>(o - C)] = v;
     }
   }
 }
@@ -188,7 +238,7 @@ __device__ __forceinline__ float add_rows(float acc, const float* xp,
   }
 #pragma unroll
   for (int u = 0; u < kN; ++u) {
-    acc = __fadd_rn(acc, __fmul_rn(xp[k + u], wv[u]));
+    acc = madd(acc, xp[k + u], wv[u]);
   }
   return acc;
 }
@@ -240,7 +290,7 @@ __global__ void __launch_bounds__(16 * kTo)
     if (preloaded) {
 #pragma unroll
       for (int u = 0; u < kPre; ++u) {
-        acc = __fadd_rn(acc, __fmul_rn(xp[u], pre[u]));
+        acc = madd(acc, xp[u], pre[u]);
       }
       k = kPre;
     }
@@ -310,7 +360,7 @@ __global__ void __launch_bounds__(16 * kTo)
       }
 #pragma unroll
       for (int u = 0; u < 16; ++u) {
-        acc = __fadd_rn(acc, __fmul_rn(xp[k + u], cur[u]));
+        acc = madd(acc, xp[k + u], cur[u]);
       }
 #pragma unroll
       for (int u = 0; u < 16; ++u) cur[u] = nxt[u];
@@ -398,7 +448,7 @@ __global__ void __launch_bounds__(kV3Threads)
     __syncthreads();
     if (threadIdx.x < kV3Cols) {
       for (int r = 0; r < cnt; ++r) {
-        acc = __fadd_rn(acc, __fmul_rn(xb[r0 + r], wsm[r][threadIdx.x]));
+        acc = madd(acc, xb[r0 + r], wsm[r][threadIdx.x]);
       }
     }
     __syncthreads();
@@ -427,6 +477,90 @@ __global__ void __launch_bounds__(kV3Threads)
     epilogue<kEpi>(__fadd_rn(s, bias[o]), 0, o, N, y, kv, kv_row, info);
   }
   if (threadIdx.x == 0) counters[blockIdx.x] = 0;
+}
+
+// §2.2 for a batch's decode step: the n rows of X [n][K] are n independent
+// sequences' positions, kR rows per block (grid.y: groups of kR rows).
+// The layout and order of matvec_kernel: a block of 16 * kTo threads owns
+// kTo outputs; thread (blk, o) sums §2.1 block blk of output o in k order
+// from +0.0 for each of its kR rows, each weight loaded once for the kR
+// rows (x read through the cache, four k at a time); the 16 block sums
+// meet in shared memory, the tree, the bias, the epilogue. So each row's
+// outputs have the bits of a one-position step. K not a multiple of 16:
+// thread (0, o) sums all of k.
+template <int kTo, int kR, int kEpi>
+__global__ void __launch_bounds__(16 * kTo)
+    matvec_rows_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                       const float* __restrict__ bias, int n, int K, int N,
+                       float* y, float* kv, size_t kv_row,
+                       const int* __restrict__ info) {
+  __shared__ float part[16][kR][kTo];
+  const int ol = threadIdx.x % kTo;
+  const int blk = threadIdx.x / kTo;
+  const int o = blockIdx.x * kTo + ol;
+  const int r0 = blockIdx.y * kR;
+  const int rows = min(kR, n - r0);
+  const int nb = (K % 16 == 0) ? 16 : 1;
+  const int len = K / nb;
+  float acc[kR];
+#pragma unroll
+  for (int r = 0; r < kR; ++r) acc[r] = 0.0f;
+  if (o < N && blk < nb) {
+    const float* wp = w + static_cast<size_t>(blk) * len * N + o;
+    const float* xp = x + static_cast<size_t>(r0) * K + blk * len;
+    int k = 0;
+    if (len % 4 == 0 && K % 4 == 0) {
+      for (; k + 8 <= len; k += 8) {
+        float wv[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+          wv[u] = __ldg(wp + static_cast<size_t>(k + u) * N);
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+          if (r < rows) {
+            const float4 a = __ldg(reinterpret_cast<const float4*>(
+                xp + static_cast<size_t>(r) * K + k));
+            const float4 b = __ldg(reinterpret_cast<const float4*>(
+                xp + static_cast<size_t>(r) * K + k + 4));
+            acc[r] = madd(acc[r], a.x, wv[0]);
+            acc[r] = madd(acc[r], a.y, wv[1]);
+            acc[r] = madd(acc[r], a.z, wv[2]);
+            acc[r] = madd(acc[r], a.w, wv[3]);
+            acc[r] = madd(acc[r], b.x, wv[4]);
+            acc[r] = madd(acc[r], b.y, wv[5]);
+            acc[r] = madd(acc[r], b.z, wv[6]);
+            acc[r] = madd(acc[r], b.w, wv[7]);
+          }
+        }
+      }
+    }
+    for (; k < len; ++k) {
+      const float wk = __ldg(wp + static_cast<size_t>(k) * N);
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        if (r < rows) {
+          acc[r] = madd(acc[r], xp[static_cast<size_t>(r) * K + k], wk);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kR; ++r) part[blk][r][ol] = acc[r];
+  __syncthreads();
+  // Thread (r, ol) of the first kR * kTo finishes output o of row r0 + r.
+  const int fr = threadIdx.x / kTo;
+  if (fr < rows && fr < kR && o < N) {
+    float s;
+    if (nb == 16) {
+      float t[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) t[i] = part[i][fr][ol];
+      s = tree16(t);
+    } else {
+      s = part[0][fr][ol];
+    }
+    epilogue<kEpi>(__fadd_rn(s, bias[o]), r0 + fr, o, N, y, kv, kv_row, info);
+  }
 }
 
 // §2.2 for n positions (prefill, full pass): Y = X . W + b, X [n][K], W
@@ -507,7 +641,7 @@ __global__ void __launch_bounds__(256)
         for (int i = 0; i < 4; ++i) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            acc[i][j] = __fadd_rn(acc[i][j], __fmul_rn(av[i], bv[j]));
+            acc[i][j] = madd(acc[i][j], av[i], bv[j]);
           }
         }
       }
@@ -606,7 +740,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   __shared__ float red[kAttnThreads / 32];
   __shared__ float sum_s;
   const int t = blockIdx.y;
-  const int last = info[Info::kFirst] + t;  // attends to 0 .. last
+  const int last = row_position(info, t);  // attends to 0 .. last
+  // A batch: row t's own cache.
+  keys += row_cache_offset(info, t);
+  values += row_cache_offset(info, t);
   const size_t off = static_cast<size_t>(blockIdx.x) * D;
   const float* qrow = qkv + static_cast<size_t>(t) * 3 * C + off;
   for (int d = threadIdx.x; d < D; d += blockDim.x) q[d] = qrow[d];
@@ -626,10 +763,10 @@ __global__ void __launch_bounds__(kAttnThreads)
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
         float acc = 0.0f;
-        acc = __fadd_rn(acc, __fmul_rn(q[4 * i + 0], kv[i].x));
-        acc = __fadd_rn(acc, __fmul_rn(q[4 * i + 1], kv[i].y));
-        acc = __fadd_rn(acc, __fmul_rn(q[4 * i + 2], kv[i].z));
-        acc = __fadd_rn(acc, __fmul_rn(q[4 * i + 3], kv[i].w));
+        acc = madd(acc, q[4 * i + 0], kv[i].x);
+        acc = madd(acc, q[4 * i + 1], kv[i].y);
+        acc = madd(acc, q[4 * i + 2], kv[i].z);
+        acc = madd(acc, q[4 * i + 3], kv[i].w);
         s[i] = acc;
       }
       dot = tree16(s);
@@ -640,14 +777,14 @@ __global__ void __launch_bounds__(kAttnThreads)
       for (int b = 0; b < 16; ++b) {
         float acc = 0.0f;
         for (int u = 0; u < len; ++u) {
-          acc = __fadd_rn(acc, __fmul_rn(q[b * len + u], kp[b * len + u]));
+          acc = madd(acc, q[b * len + u], kp[b * len + u]);
         }
         s[b] = acc;
       }
       dot = tree16(s);
     } else {
       float acc = 0.0f;
-      for (int u = 0; u < D; ++u) acc = __fadd_rn(acc, __fmul_rn(q[u], kp[u]));
+      for (int u = 0; u < D; ++u) acc = madd(acc, q[u], kp[u]);
       dot = acc;
     }
     sc[j] = __fdiv_rn(dot, scale);
@@ -678,12 +815,33 @@ __global__ void __launch_bounds__(kAttnThreads)
     sc[j] = exp32(__fsub_rn(sc[j], m));
   }
   __syncthreads();
+#ifdef LOCKSTEP_CUDA_FAST
+  // The fast variant: the sum split over the block (not §2.4's order).
+  {
+    float s = 0.0f;
+    for (int j = threadIdx.x; j <= last; j += blockDim.x)
+      s = __fadd_rn(s, sc[j]);
+#pragma unroll
+    for (int h = 16; h >= 1; h /= 2) {
+      s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, h));
+    }
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float tot = 0.0f;
+      for (int i = 0; i < kAttnThreads / 32; ++i) tot = __fadd_rn(tot, red[i]);
+      sum_s = tot;
+    }
+  }
+#else
   // §2.4 step 2's sum: sequential in j from +0.0.
   if (threadIdx.x == 0) {
     float s = 0.0f;
     for (int j = 0; j <= last; ++j) s = __fadd_rn(s, sc[j]);
     sum_s = s;
   }
+#endif
   __syncthreads();
   const float total = sum_s;
   for (int j = threadIdx.x; j <= last; j += blockDim.x) {
@@ -716,7 +874,7 @@ __global__ void __launch_bounds__(kAttnThreads)
       __syncthreads();
       if (threadIdx.x < D) {
         for (int jj = 0; jj < cnt; ++jj) {
-          a = __fadd_rn(a, __fmul_rn(sc[j0 + jj], vs[jj * D + threadIdx.x]));
+          a = madd(a, sc[j0 + jj], vs[jj * D + threadIdx.x]);
         }
       }
       __syncthreads();
@@ -728,7 +886,7 @@ __global__ void __launch_bounds__(kAttnThreads)
     const float* vp = values + off + d;
     float a = 0.0f;
     for (int j = 0; j <= last; ++j) {
-      a = __fadd_rn(a, __fmul_rn(sc[j], vp[static_cast<size_t>(j) * stride]));
+      a = madd(a, sc[j], vp[static_cast<size_t>(j) * stride]);
     }
     orow[d] = a;
   }
@@ -759,35 +917,80 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
         for (int i = 0; i < 12; ++i) {
           const float4 hv = reinterpret_cast<const float4*>(hp)[i];
-          s = __fadd_rn(s, __fmul_rn(hv.x, wv[i].x));
-          s = __fadd_rn(s, __fmul_rn(hv.y, wv[i].y));
-          s = __fadd_rn(s, __fmul_rn(hv.z, wv[i].z));
-          s = __fadd_rn(s, __fmul_rn(hv.w, wv[i].w));
+          s = madd(s, hv.x, wv[i].x);
+          s = madd(s, hv.y, wv[i].y);
+          s = madd(s, hv.z, wv[i].z);
+          s = madd(s, hv.w, wv[i].w);
         }
       } else if (len % 4 == 0) {
         for (int k = 0; k < len; k += 4) {
           const float4 wv = __ldg(reinterpret_cast<const float4*>(wp + k));
           const float4 hv = *reinterpret_cast<const float4*>(hp + k);
-          s = __fadd_rn(s, __fmul_rn(hv.x, wv.x));
-          s = __fadd_rn(s, __fmul_rn(hv.y, wv.y));
-          s = __fadd_rn(s, __fmul_rn(hv.z, wv.z));
-          s = __fadd_rn(s, __fmul_rn(hv.w, wv.w));
+          s = madd(s, hv.x, wv.x);
+          s = madd(s, hv.y, wv.y);
+          s = madd(s, hv.z, wv.z);
+          s = madd(s, hv.w, wv.w);
         }
       } else {
         for (int k = 0; k < len; ++k) {
-          s = __fadd_rn(s, __fmul_rn(hp[k], __ldg(wp + k)));
+          s = madd(s, hp[k], __ldg(wp + k));
         }
       }
     }
     s = tree16_lanes(s);
   } else if (v < V && b == 0) {
     const float* wp = wte + static_cast<size_t>(v) * C;
-    for (int k = 0; k < C; ++k)
-      s = __fadd_rn(s, __fmul_rn(h[k], __ldg(wp + k)));
+    for (int k = 0; k < C; ++k) s = madd(s, h[k], __ldg(wp + k));
   }
   if (b == 0 && v < V) {
     logits[v] = s;
     if (!(__fsub_rn(s, s) == 0.0f)) *flag = 1;
+  }
+}
+
+// The logits of n rows of h [n][C] (a batch's decode step): logits_kernel's
+// layout and order (16 vocabulary rows per block, the 16 lanes of a half
+// warp the 16 §2.1 blocks, the tree across lanes), each lane's weights
+// loaded once and used for every row; row r's logits at logits + r * V,
+// flags[r] set when one of them is not finite. C a multiple of 64 (lanes
+// of 4k floats); logits_kernel covers the rest, one row at a time.
+__global__ void __launch_bounds__(256)
+    logits_rows_kernel(const float* __restrict__ h,
+                       const float* __restrict__ wte, int n, int C, int V,
+                       float* __restrict__ logits, int* flags) {
+  const int r = threadIdx.x / 16, b = threadIdx.x % 16;
+  const int v = blockIdx.x * 16 + r;
+  const int len = C / 16;
+  constexpr int kMax = 25;  // float4 per lane: n_embd up to 1,600
+  float4 wv[kMax];
+  const int q = len / 4;
+  if (v < V) {
+    const float* wp = wte + static_cast<size_t>(v) * C + b * len;
+#pragma unroll
+    for (int i = 0; i < kMax; ++i) {
+      if (i < q) wv[i] = __ldg(reinterpret_cast<const float4*>(wp) + i);
+    }
+  }
+  for (int row = 0; row < n; ++row) {
+    float s = 0.0f;
+    if (v < V) {
+      const float* hp = h + static_cast<size_t>(row) * C + b * len;
+#pragma unroll
+      for (int i = 0; i < kMax; ++i) {
+        if (i < q) {
+          const float4 hv = reinterpret_cast<const float4*>(hp)[i];
+          s = madd(s, hv.x, wv[i].x);
+          s = madd(s, hv.y, wv[i].y);
+          s = madd(s, hv.z, wv[i].z);
+          s = madd(s, hv.w, wv[i].w);
+        }
+      }
+    }
+    s = tree16_lanes(s);
+    if (b == 0 && v < V) {
+      logits[static_cast<size_t>(row) * V + v] = s;
+      if (!(__fsub_rn(s, s) == 0.0f)) flags[row] = 1;
+    }
   }
 }
 
@@ -815,6 +1018,7 @@ __global__ void nonfma_peak_kernel(float* out, int iters, float a, float b) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
+}  // namespace LS_CUDA_VARIANT
 }  // namespace lockstep::backends::cuda
 
 #endif  // LOCKSTEP_BACKENDS_CUDA_KERNELS_CUH_

@@ -22,6 +22,7 @@
 #include "backends/cuda/kernels.cuh"
 
 namespace lockstep::backends::cuda {
+inline namespace LS_CUDA_VARIANT {
 
 constexpr int kQ8Group = 64;  // §7.0
 constexpr int kQ8Panel = 64;  // §7.6
@@ -55,7 +56,7 @@ __global__ void embed_q8_kernel(const uint8_t* __restrict__ te,
                                 int* flag) {
   const int t = blockIdx.x;
   const int token = info[Info::kTokens + t];
-  const int pos = info[Info::kFirst] + t;
+  const int pos = row_position(info, t);
   float* xr = x + static_cast<size_t>(t) * C;
   for (int i = threadIdx.x; i < C; i += blockDim.x) {
     const int g = i / kQ8Group, kk = i % kQ8Group;
@@ -396,6 +397,7 @@ __global__ void __launch_bounds__(512)
   }
 }
 
+}  // namespace LS_CUDA_VARIANT
 }  // namespace lockstep::backends::cuda
 
 #endif  // LOCKSTEP_BACKENDS_CUDA_KERNELS_Q8_CUH_
