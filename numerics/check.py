@@ -179,7 +179,7 @@ if ln and tail:
           F(300000), "gappa layernorm64.g, assumed by layernorm64_tail.g")
     lip = (1 + sqrt_hi(F(3))) * e / sqrt_lo(eps)
     claim("LayerNorm hypothesis |d/F(d) - D/F(D)|", lip, F("6.2861e-8"),
-          "hand (v) + gappa layernorm64.g")
+          "hand (iv) + gappa layernorm64.g")
     claim("LayerNorm normalised (x-mean)/sqrt(var+eps), n = 4",
           mag(tail["z - Z"]), None, "gappa layernorm64_tail.g")
     claim("LayerNorm output, n = 4, |x| <= 140000, |g|,|b| <= 10",

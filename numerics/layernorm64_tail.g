@@ -1,7 +1,7 @@
 # Gappa: the second pass of ls_layernorm64 (core/ls_ops64.c, docs/arithmetic.md
 # §2.3 steps 5-6) for one output k, line by line, in the domain of
 # layernorm64.g (n = 4, |x| <= 140000, |g|, |b| <= 10). The vector facts it
-# needs are hypotheses (docs/numerics.md §2.4, hand steps i-v); check.py
+# needs are hypotheses (docs/numerics.md §2.4, hand steps i-iv); check.py
 # checks the two numbers they carry against their derivation from the
 # proved first pass. Run by numerics/run.sh.
 
@@ -28,8 +28,8 @@ Y = Z * g + b;
 # Hypotheses (hand, docs/numerics.md §2.4):
 #  (i, ii) var + EPS64 = W (1 + theta_w), |theta_w| <= 4.5e-16
 #          (gamma(4) for the sum of squares, EPS64 against 1e-5; check.py);
-#  (iv)    |d[k]| / F(d) <= 2;
-#  (v)     |d[k]/F(d) - D[k]/F(D)| <= (1 + sqrt 3) e / sqrt(1e-5) <= 6.2861e-8
+#  (iii)   |d[k]| / F(d) <= 2;
+#  (iv)    |d[k]/F(d) - D[k]/F(D)| <= (1 + sqrt 3) e / sqrt(1e-5) <= 6.2861e-8
 #          with e = layernorm64.g's bound on |d[k] - D[k]| (check.py);
 #          |D[k]| / F(D) <= sqrt 3 (D has mean 0, n = 4);
 #  ranges: |d| <= 300000 (layernorm64.g proves 280000), so
