@@ -20,7 +20,12 @@
 // binary32 ones, and the summary gives the ratio WASM binary32 ms / WASM
 // int8 ms (the int8 speedup) and both sessions' memory; --native-int8
 // also times wasm_decode_bench on the int8 file (whatever the native `cpu`
-// backend runs int8 with).
+// backend runs int8 with). With --int8, each prefill round also feeds the
+// same prompt to the int8 session's batched prefill and its stepping, right
+// after the binary32 ones, and the summary gives the median of the
+// per-round ratios WASM binary32 prefill ms / WASM int8 prefill ms, also
+// in this process's CPU time (process.cpuUsage: on a shared machine, time
+// spent waiting for a core is left out).
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { cpus } from 'node:os';
@@ -38,9 +43,11 @@ const usage = `usage: node hosts/node/bench.mjs --model M.lockstep [options]
   --prefill N       prefill rounds: prompt length, 0 to skip (128)
   --prefill-rounds N  prefill rounds: WASM prefill, WASM stepping and
                     native one-thread prefill of the same prompt (3)
-  --int8 Q          the same model as an int8 file: decode rounds also
-                    time the module's int8 entries on it
+  --int8 Q          the same model as an int8 file: decode and prefill
+                    rounds also time the module's int8 entries on it
   --native-int8     with --int8: also time the native cpu backend on it
+  --no-prefill-stepping  prefill rounds: leave out the module stepping
+                    the prompt (the slow part of a round)
   --module PATH, --module-sha256 HEX   another module and its digest
 Prints each round on stderr and a JSON summary (medians, ratios) on
 stdout.
@@ -54,6 +61,7 @@ const a = parseArgs(process.argv.slice(2), {
   steps: { def: '32' }, rounds: { def: '5' }, module: {},
   prefill: { def: '128' }, 'prefill-rounds': { def: '3' },
   'module-sha256': {}, int8: {}, 'native-int8': { flag: true },
+  'no-prefill-stepping': { flag: true },
 }, 'bench');
 if (a.model === undefined) {
   process.stderr.write('bench: --model M.lockstep is required (a 124M: ' +
@@ -83,11 +91,13 @@ try {
   process.stderr.write(`bench: ${e.message}\n`);
   process.exit(1);
 }
-// The int8 session: decode only (its scratch sized for one position).
+// The int8 session, its scratch sized for the prefill rounds' prompt as the
+// binary32 session's.
 let q = null;
 if (a.int8 !== undefined) {
   try {
-    q = Session.open(a.int8, { module: s.moduleInfo, maxPrefix: 1 });
+    q = Session.open(a.int8, { module: s.moduleInfo,
+                               maxPrefix: Math.max(1, prefillN) });
     if (q.quant !== 'int8') throw new Error(`--int8 ${a.int8} is not int8`);
     if (JSON.stringify(q.config) !== JSON.stringify(s.config)) {
       throw new Error(`--int8 ${a.int8} has another config than --model`);
@@ -112,22 +122,42 @@ function wasmRound(session = s) {
   return median(ms);
 }
 
-// The prompt of `prefillN` tokens: one prefill, or a step per token.
+// The prompt of `prefillN` tokens on one session: one prefill call, then
+// a step per token (the same bits), in ms.
+function timePrefill(session, tokens) {
+  session.reset();
+  const c0 = process.cpuUsage();
+  let t0 = process.hrtime.bigint();
+  session.prefill(tokens);
+  const prefillMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const c = process.cpuUsage(c0);
+  const prefillCpuMs = (c.user + c.system) / 1e3;
+  if (a['no-prefill-stepping']) return { prefillMs, stepMs: NaN, prefillCpuMs };
+  session.reset();
+  t0 = process.hrtime.bigint();
+  for (const t of tokens) session.step(t);
+  const stepMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  return { prefillMs, stepMs, prefillCpuMs };
+}
+
+// binary32 (prefill, stepping), then with --int8 the int8 session's
+// (prefill, stepping), then the native one-thread prefill.
 function prefillRound() {
   const tokens = Array.from({ length: prefillN }, (_, i) => tok(i));
-  s.reset();
-  let t0 = process.hrtime.bigint();
-  s.prefill(tokens);
-  const prefillMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  s.reset();
-  t0 = process.hrtime.bigint();
-  for (const t of tokens) s.step(t);
-  const stepMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const { prefillMs, stepMs, prefillCpuMs } = timePrefill(s, tokens);
+  const r = { prefillMs, stepMs, ratio: stepMs / prefillMs, prefillCpuMs };
+  if (q) {
+    const i8 = timePrefill(q, tokens);
+    Object.assign(r, { int8PrefillMs: i8.prefillMs, int8StepMs: i8.stepMs,
+                       int8Speedup: prefillMs / i8.prefillMs,
+                       int8PrefillCpuMs: i8.prefillCpuMs,
+                       int8CpuSpeedup: prefillCpuMs / i8.prefillCpuMs });
+  }
   const out = execFileSync(native, ['--model', a.model, '--prompt', '1',
     '--steps', '1', '--prefill', String(prefillN)], { encoding: 'utf8' });
-  const nativeMs = JSON.parse(out).prefill_ms;
-  return { prefillMs, stepMs, ratio: stepMs / prefillMs, nativeMs,
-           nativeRatio: nativeMs / prefillMs };
+  r.nativeMs = JSON.parse(out).prefill_ms;
+  r.nativeRatio = r.nativeMs / prefillMs;
+  return r;
 }
 
 function nativeRound(model = a.model) {
@@ -164,13 +194,25 @@ for (let r = 0; r < rounds; ++r) {
 }
 const prefillResults = [];
 if (prefillN > 0) {
+  // Warm-up: V8's tiering of the batched products (the decode rounds only
+  // ran the one-position kernels).
+  const warm = Array.from({ length: prefillN }, (_, i) => tok(i));
+  for (const session of q ? [s, q] : [s]) {
+    session.reset();
+    session.prefill(warm);
+  }
   for (let r = 0; r < prefillRounds; ++r) {
     const p = prefillRound();
     prefillResults.push(p);
+    const i8 = q ? `; int8 prefill ${p.int8PrefillMs.toFixed(0)} ms, ` +
+        `stepping ${p.int8StepMs.toFixed(0)} ms, binary32 / int8 prefill ` +
+        `${p.int8Speedup.toFixed(3)} (CPU time ` +
+        `${p.prefillCpuMs.toFixed(0)} / ${p.int8PrefillCpuMs.toFixed(0)} ms: ` +
+        `${p.int8CpuSpeedup.toFixed(3)})` : '';
     process.stderr.write(`prefill round ${r + 1}: ${prefillN} tokens, ` +
         `prefill ${p.prefillMs.toFixed(0)} ms, stepping ` +
-        `${p.stepMs.toFixed(0)} ms, ratio ${p.ratio.toFixed(3)}; native ` +
-        `prefill ${p.nativeMs.toFixed(0)} ms\n`);
+        `${p.stepMs.toFixed(0)} ms, ratio ${p.ratio.toFixed(3)}${i8}; ` +
+        `native prefill ${p.nativeMs.toFixed(0)} ms\n`);
   }
 }
 s.assertMemoryUnchanged();
@@ -218,5 +260,20 @@ if (prefillN > 0) {
     ratio_native_prefill_over_wasm_prefill:
         median(prefillResults.map((x) => x.nativeRatio)),
   });
+  if (q) {
+    Object.assign(summary, {
+      wasm_int8_prefill_ms: median(prefillResults.map((x) => x.int8PrefillMs)),
+      wasm_int8_stepping_ms: median(prefillResults.map((x) => x.int8StepMs)),
+      // The median of the per-round ratios (each round's binary32 and int8
+      // prefills run back to back).
+      ratio_wasm_f32_prefill_over_wasm_int8_prefill:
+          median(prefillResults.map((x) => x.int8Speedup)),
+      wasm_prefill_cpu_ms: median(prefillResults.map((x) => x.prefillCpuMs)),
+      wasm_int8_prefill_cpu_ms:
+          median(prefillResults.map((x) => x.int8PrefillCpuMs)),
+      ratio_wasm_f32_prefill_over_wasm_int8_prefill_cpu:
+          median(prefillResults.map((x) => x.int8CpuSpeedup)),
+    });
+  }
 }
 process.stdout.write(JSON.stringify(summary, null, 1) + '\n');
