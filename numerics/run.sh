@@ -38,7 +38,7 @@ run() { # NAME COMMAND...: output to NAME.out, status to NAME.rc
 : >"$out/times"
 run exp64.sollya sollya exp64.sollya
 for g in exp64 exp64_fpminimax11 gelu64_pos gelu64_neg gelu64_pos_wide \
-  gelu64_neg_wide layernorm64 layernorm64_tail; do
+  gelu64_neg_wide softmax64 layernorm64 layernorm64_tail; do
   run "$g.g" gappa -Eprecision=150 "$g.g"
 done
 status=0

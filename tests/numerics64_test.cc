@@ -24,8 +24,8 @@ namespace {
 constexpr double kExpRel = 2.85e-16;      // exp64.g, results >= 2^-1022
 constexpr double kGelu = 6.57e-15;        // gelu64_{pos,neg}.g, [-3, 3]
 constexpr double kGeluAll = 1.5e-14;      // + *_wide.g and |x| >= 20
-constexpr double kSoftmax4 = 1.22e-15;    // check.py, n <= 4
-constexpr double kSoftmax128 = 2.01e-14;  // check.py, n <= 128
+constexpr double kSoftmax4 = 1.23e-15;    // softmax64.g, n <= 4
+constexpr double kSoftmax128 = 2.01e-14;  // softmax64.g, n <= 128
 constexpr double kLayerNorm = 6.29e-7;    // layernorm64_tail.g
 constexpr double kLnMaxInput = 140000.0;  // LayerNorm's stated domain
 constexpr double kUnderflow = -0x1.74910d52d3052p+9;
