@@ -16,8 +16,8 @@ for tool in gappa sollya python3; do
   fi
 done
 if [ -n "$keep" ]; then
-  out="$keep"
-  mkdir -p "$out"
+  mkdir -p "$keep"
+  out="$(cd "$keep" && pwd)"
 else
   out="$(mktemp -d)"
   trap 'rm -rf "$out"' EXIT
