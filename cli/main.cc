@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
       lockstep::cli::add_dump);
   add("serve", "an OpenAI-style HTTP server with reproducible completions",
       lockstep::cli::add_serve);
+  add("serve-web", "the browser page (WebAssembly and WebGPU) on 127.0.0.1",
+      lockstep::cli::add_serve_web);
   // A write to a closed pipe fails with EPIPE instead of killing the
   // process mid-write; cli/output.h ends every command the same way then.
   std::signal(SIGPIPE, SIG_IGN);
