@@ -50,7 +50,7 @@ case $what in
       if "$bin" serve-web $args --check >"$tmp/bad.log" 2>&1; then
         echo "FAIL: serve-web $args succeeded"; exit 1
       fi
-      grep -qi "error\|not a folder\|wants" "$tmp/bad.log" ||
+      grep -qi "error\|not a folder\|wants\|not in range\|not exist" "$tmp/bad.log" ||
         { cat "$tmp/bad.log"; echo "FAIL: serve-web $args: no message"; exit 1; }
     done
     echo "ok   serve-web refuses bad --mount, --port and --web"
