@@ -19,7 +19,7 @@
 //    floor (every weight byte read once per token at the copy rate).
 // Seeded random weights (seed 20261130, as `lockstep bench`), random
 // tokens. Prints JSON (stdout) and a table (stderr).
-//   cuda_bench [--repeat N]
+//   cuda_bench [--repeat N] [--batches-only]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -54,7 +54,7 @@ void check(ls_status s, const char* what) {
   if (s != LS_OK) throw Error(std::string(what) + ": " + ls_status_message(s));
 }
 
-int run(int repeat) {
+int run(int repeat, bool batches_only) {
   namespace cu = lockstep::backends::cuda;
   const ls_gpt2_config c = lockstep::kGpt2_124M;
   const size_t words = ls_gpt2_param_count(&c);
@@ -96,88 +96,91 @@ int run(int repeat) {
     return span / seconds_since(t0);
   };
 
-  std::fprintf(stderr, "cuda_bench: decode\n");
-  decode(*be, 0);  // warm-up
-  std::vector<double> short_runs, long_runs;
-  for (int r = 0; r < repeat; ++r) short_runs.push_back(decode(*be, 0));
-  for (int p = span; p < c.n_ctx - span; ++p) {
-    check(be->step(cache.data(), cache.size(), size_t(p) * row,
-                   tokens[size_t(p)], p, logits.data()),
-          "fill");
-  }
-  for (int r = 0; r < repeat; ++r) {
-    long_runs.push_back(decode(*be, c.n_ctx - span));
-  }
-  const double d0 = median(short_runs), d1 = median(long_runs);
-  out["decode_tokens_per_s_pos0_127"] = d0;
-  out["decode_tokens_per_s_pos896_1023"] = d1;
-  out["decode_vs_floor_pos0_127"] = d0 / floor_tps;
-  out["decode_vs_floor_pos896_1023"] = d1 / floor_tps;
-  out["decode_runs_pos0_127"] = short_runs;
-  out["decode_runs_pos896_1023"] = long_runs;
+  if (!batches_only) {
+    std::fprintf(stderr, "cuda_bench: decode\n");
+    decode(*be, 0);  // warm-up
+    std::vector<double> short_runs, long_runs;
+    for (int r = 0; r < repeat; ++r) short_runs.push_back(decode(*be, 0));
+    for (int p = span; p < c.n_ctx - span; ++p) {
+      check(be->step(cache.data(), cache.size(), size_t(p) * row,
+                     tokens[size_t(p)], p, logits.data()),
+            "fill");
+    }
+    for (int r = 0; r < repeat; ++r) {
+      long_runs.push_back(decode(*be, c.n_ctx - span));
+    }
+    const double d0 = median(short_runs), d1 = median(long_runs);
+    out["decode_tokens_per_s_pos0_127"] = d0;
+    out["decode_tokens_per_s_pos896_1023"] = d1;
+    out["decode_vs_floor_pos0_127"] = d0 / floor_tps;
+    out["decode_vs_floor_pos896_1023"] = d1 / floor_tps;
+    out["decode_runs_pos0_127"] = short_runs;
+    out["decode_runs_pos896_1023"] = long_runs;
 
-  // The device alone: one step's graph replay, no copies back.
-  const double s0 = cu::device_step_seconds(*be, 0, tokens[0], 50);
-  const double s1 = cu::device_step_seconds(*be, 1023, tokens[1023], 50);
-  out["device_step_ms_pos0"] = s0 * 1e3;
-  out["device_step_ms_pos1023"] = s1 * 1e3;
-  out["device_step_tokens_per_s_pos0"] = 1 / s0;
-  out["device_step_tokens_per_s_pos1023"] = 1 / s1;
-  out["device_step_vs_floor_pos0"] = (1 / s0) / floor_tps;
+    // The device alone: one step's graph replay, no copies back.
+    const double s0 = cu::device_step_seconds(*be, 0, tokens[0], 50);
+    const double s1 = cu::device_step_seconds(*be, 1023, tokens[1023], 50);
+    out["device_step_ms_pos0"] = s0 * 1e3;
+    out["device_step_ms_pos1023"] = s1 * 1e3;
+    out["device_step_tokens_per_s_pos0"] = 1 / s0;
+    out["device_step_tokens_per_s_pos1023"] = 1 / s1;
+    out["device_step_vs_floor_pos0"] = (1 / s0) / floor_tps;
 
-  // Where one step's time goes (kernel by kernel, no graph; median of 5).
-  for (int pos : {0, 1023}) {
-    std::vector<std::vector<std::pair<std::string, double>>> runs;
-    for (int r = 0; r < 6; ++r) {
-      auto p = cu::profile_step(*be, pos, tokens[size_t(pos)]);
-      if (r > 0) runs.push_back(p);
+    // Where one step's time goes (kernel by kernel, no graph; median of 5).
+    for (int pos : {0, 1023}) {
+      std::vector<std::vector<std::pair<std::string, double>>> runs;
+      for (int r = 0; r < 6; ++r) {
+        auto p = cu::profile_step(*be, pos, tokens[size_t(pos)]);
+        if (r > 0) runs.push_back(p);
+      }
+      nlohmann::json prof = nlohmann::json::object();
+      for (size_t i = 0; i < runs[0].size(); ++i) {
+        std::vector<double> v;
+        for (const auto& r : runs) v.push_back(r[i].second);
+        prof[runs[0][i].first] = median(v);
+      }
+      out["profile_ms_pos" + std::to_string(pos)] = prof;
     }
-    nlohmann::json prof = nlohmann::json::object();
-    for (size_t i = 0; i < runs[0].size(); ++i) {
-      std::vector<double> v;
-      for (const auto& r : runs) v.push_back(r[i].second);
-      prof[runs[0][i].first] = median(v);
-    }
-    out["profile_ms_pos" + std::to_string(pos)] = prof;
-  }
 
-  std::fprintf(stderr, "cuda_bench: prefill\n");
-  auto flops_for = [&](double n) {
-    const double C = c.n_embd, L = c.n_layer;
-    return 2 * n * L * 12 * C * C + 2 * L * C * n * (n + 1) +
-           2 * double(c.n_vocab) * C;
-  };
-  for (int n : {128, 512}) {
-    std::vector<double> runs;
-    for (int r = 0; r <= repeat; ++r) {
-      const auto t0 = Clock::now();
-      check(be->prefill(cache.data(), cache.size(), 0, tokens.data(), n, 0,
-                        false, logits.data()),
-            "prefill");
-      if (r > 0) runs.push_back(seconds_since(t0));  // the first warms up
+    std::fprintf(stderr, "cuda_bench: prefill\n");
+    auto flops_for = [&](double n) {
+      const double C = c.n_embd, L = c.n_layer;
+      return 2 * n * L * 12 * C * C + 2 * L * C * n * (n + 1) +
+             2 * double(c.n_vocab) * C;
+    };
+    for (int n : {128, 512}) {
+      std::vector<double> runs;
+      for (int r = 0; r <= repeat; ++r) {
+        const auto t0 = Clock::now();
+        check(be->prefill(cache.data(), cache.size(), 0, tokens.data(), n, 0,
+                          false, logits.data()),
+              "prefill");
+        if (r > 0) runs.push_back(seconds_since(t0));  // the first warms up
+      }
+      const double s = median(runs);
+      const std::string k = std::to_string(n);
+      out["ttft_prefill_s_" + k] = s;
+      out["prefill_" + k + "_tokens_per_s"] = n / s;
+      out["prefill_" + k + "_gflops"] = flops_for(n) / s / 1e9;
+      out["prefill_" + k + "_vs_nonfma_peak"] = flops_for(n) / s / peak;
+      // The kernels alone (no cache rows or logits copied back).
+      const double dev =
+          cu::device_prefill_seconds(*be, tokens.data(), n, repeat);
+      out["device_prefill_s_" + k] = dev;
+      out["device_prefill_" + k + "_tokens_per_s"] = n / dev;
+      out["device_prefill_" + k + "_vs_nonfma_peak"] =
+          flops_for(n) / dev / peak;
     }
-    const double s = median(runs);
-    const std::string k = std::to_string(n);
-    out["ttft_prefill_s_" + k] = s;
-    out["prefill_" + k + "_tokens_per_s"] = n / s;
-    out["prefill_" + k + "_gflops"] = flops_for(n) / s / 1e9;
-    out["prefill_" + k + "_vs_nonfma_peak"] = flops_for(n) / s / peak;
-    // The kernels alone (no cache rows or logits copied back).
-    const double dev =
-        cu::device_prefill_seconds(*be, tokens.data(), n, repeat);
-    out["device_prefill_s_" + k] = dev;
-    out["device_prefill_" + k + "_tokens_per_s"] = n / dev;
-    out["device_prefill_" + k + "_vs_nonfma_peak"] = flops_for(n) / dev / peak;
-  }
-  {
-    std::vector<double> runs;
-    for (int r = 0; r <= repeat; ++r) {
-      const auto t0 = Clock::now();
-      check(be->infer(tokens.data(), span, logits.data()), "infer");
-      if (r > 0) runs.push_back(seconds_since(t0));
+    {
+      std::vector<double> runs;
+      for (int r = 0; r <= repeat; ++r) {
+        const auto t0 = Clock::now();
+        check(be->infer(tokens.data(), span, logits.data()), "infer");
+        if (r > 0) runs.push_back(seconds_since(t0));
+      }
+      out["infer128_s"] = median(runs);
     }
-    out["infer128_s"] = median(runs);
-  }
+  }  // !batches_only
 
   // Batches (cuda::step_batch): B independent sequences from position 0,
   // 128 batched steps, every member's logits and new cache row copied back
@@ -225,8 +228,15 @@ int run(int repeat) {
     out[k + "_device_step_ms_pos0"] = d0 * 1e3;
     out[k + "_device_step_tokens_per_s_pos0"] = B / d0;
     out[k + "_device_step_ms_pos0_127_spread"] = dm * 1e3;
+    std::fprintf(stderr, "%-40s %14.4f\n%-40s %14.4f\n",
+                 (k + "_decode_tokens_per_s_pos0_127").c_str(), median(runs),
+                 (k + "_device_step_ms_pos0").c_str(), d0 * 1e3);
   }
   be.reset();
+  if (batches_only) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
 
   // The other decode products (LOCKSTEP_CUDA_MATVEC=2, 3), graph on.
   for (const char* v : {"1", "2", "3", "4"}) {
@@ -395,11 +405,14 @@ int run(int repeat) {
 
 int main(int argc, char** argv) {
   int repeat = 5;
+  bool batches_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
       repeat = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--batches-only") == 0) {
+      batches_only = true;
     } else {
-      std::fprintf(stderr, "usage: cuda_bench [--repeat N]\n");
+      std::fprintf(stderr, "usage: cuda_bench [--repeat N] [--batches-only]\n");
       return 2;
     }
   }
@@ -408,7 +421,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return run(repeat);
+    return run(repeat, batches_only);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cuda_bench: %s\n", e.what());
     return 1;
