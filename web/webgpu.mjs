@@ -92,12 +92,18 @@ fn matmul(@builtin(global_invocation_id) gid: vec3<u32>) {
 `;
 }
 
+// One pair of pipelines per device (the self-test compiles them at
+// start-up, so a session's first product does not wait for the compiler).
+const compiled = new WeakMap();
 function pipelines(device) {
-  const make = (V) => device.createComputePipeline({
-    layout: 'auto',
-    compute: { module: device.createShaderModule({ code: kernelSource(V) }),
-               entryPoint: 'matmul' } });
-  return { 1: make(1), 4: make(4) };
+  if (!compiled.has(device)) {
+    const make = (V) => device.createComputePipeline({
+      layout: 'auto',
+      compute: { module: device.createShaderModule({ code: kernelSource(V) }),
+                 entryPoint: 'matmul' } });
+    compiled.set(device, { 1: make(1), 4: make(4) });
+  }
+  return compiled.get(device);
 }
 
 // The lane width for a product of `nout` outputs.
