@@ -66,6 +66,26 @@ for (let round = 0; round < 6; ++round) {
     ++compared;
   }
 }
+// A context filled to its end: 125 prompt tokens (chunks of 32), then
+// steps to position n_ctx - 1; one more step is an error.
+{
+  const T = hf.config.n_ctx;
+  const prompt = Array.from({ length: T - 3 }, () => rnd(hf.config.n_vocab));
+  const a = WasmSession.open(simd, hf);
+  const b = WebSession.open(web, hf, 32);
+  let ok = compare('long prompt', a.prefill(prompt), await b.prefill(prompt));
+  for (let i = 0; ok && a.position < T; ++i) {
+    const t = a.sample(0, 1);
+    ok = compare(`long prompt step ${i}`, a.step(t), await b.step(t));
+    if (ok) ++compared;
+  }
+  try {
+    await b.step(0);
+    fail('a step past the context was accepted');
+  } catch (e) {
+    if (!(e instanceof LockstepError)) fail(`step past the context: ${e}`);
+  }
+}
 // Bad input is an error, not a crash.
 const s = WebSession.open(web, hf);
 try {
