@@ -74,6 +74,7 @@ for (let round = 0; round < 6; ++round) {
   const a = WasmSession.open(simd, hf);
   const b = WebSession.open(web, hf, 32);
   let ok = compare('long prompt', a.prefill(prompt), await b.prefill(prompt));
+  if (ok) ++compared;
   for (let i = 0; ok && a.position < T; ++i) {
     const t = a.sample(0, 1);
     ok = compare(`long prompt step ${i}`, a.step(t), await b.step(t));
