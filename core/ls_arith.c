@@ -12,24 +12,32 @@ typedef union {
   uint32_t u;
 } ls_bits32;
 
+/*@ assigns \nothing; */
 static double ls_inf64(void) {
   ls_bits64 b;
   b.u = (uint64_t)0x7ff0000000000000ULL;
   return b.d;
 }
 
+/*@ assigns \nothing; */
 static float ls_inf32(void) {
   ls_bits32 b;
   b.u = 0x7f800000u;
   return b.f;
 }
 
+/*@ requires -1022 <= n <= 1023;
+    assigns \nothing;
+*/
 double ls_pow2_64(int n) {
   ls_bits64 b;
   b.u = (uint64_t)(n + 1023) << 52;
   return b.d;
 }
 
+/*@ requires -126 <= n <= 127;
+    assigns \nothing;
+*/
 float ls_pow2_32(int n) {
   ls_bits32 b;
   b.u = (uint32_t)(n + 127) << 23;
@@ -53,6 +61,7 @@ static const double ls_exp64_poly[14] = {
     0x1.71de3a556c734p-19, 0x1.27e4fb7789f5cp-22, 0x1.ae64567f544e4p-26,
     0x1.1eed8eff8d898p-29, 0x1.6124613a86d09p-33};
 
+/*@ assigns \nothing; */
 double ls_exp64(double x) {
   /* §3.4: NaN out as it came in. Checked first: nothing below may see a
    * NaN (converting one to int is undefined behaviour in C). */
@@ -61,10 +70,16 @@ double ls_exp64(double x) {
   if (x < LS_E64_UNDERFLOW) return 0.0;
   /* n = round-half-even(x / ln 2), by the add-and-subtract trick. */
   double t = x * LS_E64_INV_LN2;
+  /*@ assert ls_exp64_t: -1075 <= t <= 1024; */
   double nf = (t + LS_E64_ROUNDER) - LS_E64_ROUNDER;
+  /*@ assert ls_exp64_nf: -1075 <= nf <= 1024; */
   double r = (x - nf * LS_E64_LN2_HI) - nf * LS_E64_LN2_LO;
   /* Horner from the highest coefficient. */
   double p = ls_exp64_poly[13];
+  /*@ loop invariant -1 <= k <= 12;
+      loop assigns k, p;
+      loop variant k + 1;
+  */
   for (int k = 12; k >= 0; --k) p = p * r + ls_exp64_poly[k];
   int n = (int)nf;
   /* Scale by 2^n with exactly one rounding: the first product is exact. */
@@ -73,6 +88,7 @@ double ls_exp64(double x) {
   return p * ls_pow2_64(n);
 }
 
+/*@ assigns \nothing; */
 double ls_tanh64(double x) {
   if (x != x) return x; /* §3.4 */
   double a = x < 0.0 ? -x : x;
@@ -84,6 +100,7 @@ double ls_tanh64(double x) {
 #define LS_GELU64_C 0x1.9884533d43651p-1 /* sqrt(2/pi) */
 #define LS_GELU64_A 0x1.6e4e26d4801f7p-5 /* 0.044715 */
 
+/*@ assigns \nothing; */
 double ls_gelu64(double x) {
   if (x != x) return x; /* §3.4 */
   double x3 = (x * x) * x;
@@ -103,14 +120,21 @@ static const float ls_exp32_poly[8] = {
     0x1.000000p+0f, 0x1.000000p+0f, 0x1.000000p-1f,  0x1.555556p-3f,
     0x1.555556p-5f, 0x1.111112p-7f, 0x1.6c16c2p-10f, 0x1.a01a02p-13f};
 
+/*@ assigns \nothing; */
 float ls_exp32(float x) {
   if (x != x) return x; /* §3.4 */
   if (x > LS_E32_OVERFLOW) return ls_inf32();
   if (x < LS_E32_UNDERFLOW) return 0.0f;
   float t = x * LS_E32_INV_LN2;
+  /*@ assert ls_exp32_t: -150 <= t <= 128; */
   float nf = (t + LS_E32_ROUNDER) - LS_E32_ROUNDER;
+  /*@ assert ls_exp32_nf: -150 <= nf <= 128; */
   float r = (x - nf * LS_E32_LN2_HI) - nf * LS_E32_LN2_LO;
   float p = ls_exp32_poly[7];
+  /*@ loop invariant -1 <= k <= 6;
+      loop assigns k, p;
+      loop variant k + 1;
+  */
   for (int k = 6; k >= 0; --k) p = p * r + ls_exp32_poly[k];
   int n = (int)nf;
   if (n > 127) return (p * ls_pow2_32(n - 1)) * 2.0f;
@@ -118,6 +142,7 @@ float ls_exp32(float x) {
   return p * ls_pow2_32(n);
 }
 
+/*@ assigns \nothing; */
 float ls_tanh32(float x) {
   if (x != x) return x; /* §3.4 */
   float a = x < 0.0f ? -x : x;
@@ -129,6 +154,7 @@ float ls_tanh32(float x) {
 #define LS_GELU32_C 0x1.988454p-1f /* sqrt(2/pi) */
 #define LS_GELU32_A 0x1.6e4e26p-5f /* 0.044715 */
 
+/*@ assigns \nothing; */
 float ls_gelu32(float x) {
   if (x != x) return x; /* §3.4 */
   float x3 = (x * x) * x;

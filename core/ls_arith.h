@@ -36,6 +36,34 @@
 extern "C" {
 #endif
 
+/* ACSL for Frama-C/WP (docs/proofs.md; comments, no code): the IEEE-754
+ * operations of docs/arithmetic.md as logic symbols. proofs/lockstep.driver
+ * binds them to WP's float model: ls_add64 is binary64 addition rounded to
+ * nearest-even (WP's add_f64), ls_mul64 the product, ls_same64 identity
+ * of two binary64 values (Why3's equality: the same float, so +0.0 and
+ * -0.0 differ); likewise for binary32. Without the driver they are
+ * uninterpreted and nothing that uses them can be proved. */
+/*@ axiomatic LsIeee {
+      logic double ls_add64(double a, double b);
+      logic double ls_mul64(double a, double b);
+      predicate ls_same64(double a, double b);
+      logic float ls_add32(float a, float b);
+      logic float ls_mul32(float a, float b);
+      predicate ls_same32(float a, float b);
+    }
+*/
+/* Integer facts for the index bounds of strided and blocked loops. WP
+ * proves the first two; ls_mul_row (a row a of d words ends within b rows)
+ * is beyond z3 and cvc5 in WP's context, and proofs/run.sh proves it with
+ * z3 alone (proofs/nia/ls_mul_row.smt2). */
+/*@ lemma ls_mul_nonneg: \forall integer a, d;
+      0 <= a && 0 <= d ==> 0 <= a * d;
+    lemma ls_mul_mono: \forall integer a, b, d;
+      0 <= a <= b && 0 <= d ==> a * d <= b * d;
+    lemma ls_mul_row: \forall integer a, b, d;
+      0 <= a < b && 0 <= d ==> a * d + d <= b * d;
+*/
+
 /* Spec §3.1: e^x in binary64; +inf above the overflow threshold (and for
  * +inf), +0 below the underflow threshold (and for -inf). Spec §3.4: a NaN
  * argument is returned unchanged (every function here). */

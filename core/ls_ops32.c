@@ -7,21 +7,117 @@
 
 #define LS_LN_EPS32 0x1.4f8b58p-17f
 
+/* ACSL (docs/proofs.md): §2.1's order in binary32 as logic, as in
+ * ls_ops64.c: ls_seq_dot32 the sequential sum of [lo, hi) from +0.0,
+ * ls_blk32 block b's sum, ls_dot32_tree the halving tree over the 16
+ * blocks; ls_tree16_of(s) the same tree over the values of s[0..16). */
+/*@ axiomatic LsDot32 {
+      logic float ls_seq_dot32{L}(float* x, float* w, integer stride,
+                                  integer lo, integer hi)
+        reads x[lo .. hi - 1], w[lo * stride .. (hi - 1) * stride];
+      axiom ls_seq_dot32_empty{L}:
+        \forall float* x, float* w, integer stride, lo, hi;
+          hi <= lo ==> ls_same32(ls_seq_dot32(x, w, stride, lo, hi),
+                                 (float)0.0);
+      axiom ls_seq_dot32_step{L}:
+        \forall float* x, float* w, integer stride, lo, hi;
+          lo < hi ==> ls_same32(ls_seq_dot32(x, w, stride, lo, hi),
+            ls_add32(ls_seq_dot32(x, w, stride, lo, hi - 1),
+                     ls_mul32(x[hi - 1], w[(hi - 1) * stride])));
+    }
+    logic float ls_t8_32{L}(float* s, integer i) = ls_add32(s[i], s[i + 8]);
+    logic float ls_t4_32{L}(float* s, integer i) =
+      ls_add32(ls_t8_32(s, i), ls_t8_32(s, i + 4));
+    logic float ls_t2_32{L}(float* s, integer i) =
+      ls_add32(ls_t4_32(s, i), ls_t4_32(s, i + 2));
+    logic float ls_tree16_of{L}(float* s) =
+      ls_add32(ls_t2_32(s, 0), ls_t2_32(s, 1));
+    logic float ls_lvl32{L}(float* s, integer m, integer i) =
+      m == 16 ? s[i] : m == 8 ? ls_t8_32(s, i) : m == 4 ? ls_t4_32(s, i) :
+      m == 2 ? ls_t2_32(s, i) : ls_tree16_of(s);
+
+    logic float ls_blk32{L}(float* x, float* w, integer stride,
+                            integer len, integer b) =
+      ls_seq_dot32(x, w, stride, b * len, (b + 1) * len);
+    logic float ls_xt8_32{L}(float* x, float* w, integer stride,
+                             integer len, integer i) =
+      ls_add32(ls_blk32(x, w, stride, len, i),
+               ls_blk32(x, w, stride, len, i + 8));
+    logic float ls_xt4_32{L}(float* x, float* w, integer stride,
+                             integer len, integer i) =
+      ls_add32(ls_xt8_32(x, w, stride, len, i),
+               ls_xt8_32(x, w, stride, len, i + 4));
+    logic float ls_xt2_32{L}(float* x, float* w, integer stride,
+                             integer len, integer i) =
+      ls_add32(ls_xt4_32(x, w, stride, len, i),
+               ls_xt4_32(x, w, stride, len, i + 2));
+    logic float ls_dot32_tree{L}(float* x, float* w, integer stride,
+                                 integer len) =
+      ls_add32(ls_xt2_32(x, w, stride, len, 0),
+               ls_xt2_32(x, w, stride, len, 1));
+    predicate ls_dot32_spec{L}(float* x, float* w, integer n,
+                               integer stride, float r) =
+      n > 0 && n % 16 == 0 ? ls_same32(r, ls_dot32_tree(x, w, stride, n / 16))
+                           : ls_same32(r, ls_seq_dot32(x, w, stride, 0, n));
+*/
+
 /* The §2.1 halving tree over 16 block sums. */
+/*@ requires \valid(s + (0 .. 15));
+    assigns s[0 .. 7];
+    behavior order:
+      ensures ls_same32(\result, ls_tree16_of{Pre}(s));
+*/
 static float ls_tree16(float* s) {
+  /*@ loop invariant h == 8 || h == 4 || h == 2 || h == 1 || h == 0;
+      for order: loop invariant h > 0 ==> \forall integer i;
+        0 <= i < 2 * h ==> ls_same32(s[i], ls_lvl32{Pre}(s, 2 * h, i));
+      for order: loop invariant h == 0 ==>
+        ls_same32(s[0], ls_tree16_of{Pre}(s));
+      loop assigns h, s[0 .. 7];
+      loop variant h;
+  */
   for (int h = 8; h >= 1; h /= 2) {
+    /*@ loop invariant 0 <= i <= h;
+        for order: loop invariant \forall integer j; 0 <= j < i ==>
+          ls_same32(s[j], ls_lvl32{Pre}(s, h, j));
+        for order: loop invariant \forall integer j; i <= j < 16 ==>
+          ls_same32(s[j], \at(s[j], LoopEntry));
+        loop assigns i, s[0 .. h - 1];
+        loop variant h - i;
+    */
     for (int i = 0; i < h; ++i) s[i] = s[i] + s[i + h];
   }
   return s[0];
 }
 
+/*@ requires \valid_read(x + (0 .. n - 1));
+    requires \forall integer k; 0 <= k < n ==> \valid_read(w + k * stride);
+    assigns \nothing;
+    behavior order:
+      ensures ls_dot32_spec((float*)x, (float*)w, n, stride, \result);
+*/
 float ls_dot32(const float* x, const float* w, int n, int stride) {
   if (n > 0 && n % 16 == 0) {
     float s[16];
     const int len = n / 16;
+    /*@ assert n == 16 * len; */
+    /*@ loop invariant 0 <= blk <= 16;
+        for order: loop invariant \forall integer b; 0 <= b < blk ==>
+          ls_same32(s[b], ls_blk32((float*)x, (float*)w, stride, len, b));
+        loop assigns blk, s[0 .. 15];
+        loop variant 16 - blk;
+    */
     for (int blk = 0; blk < 16; ++blk) {
       float acc = 0.0f;
+      /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
+      /*@ loop invariant blk * len <= k <= (blk + 1) * len;
+          for order: loop invariant ls_same32(acc,
+            ls_seq_dot32((float*)x, (float*)w, stride, blk * len, k));
+          loop assigns k, acc;
+          loop variant (blk + 1) * len - k;
+      */
       for (int k = blk * len; k < (blk + 1) * len; ++k) {
+        /*@ assert \valid_read(w + k * stride); */
         acc = acc + x[k] * w[(long)k * stride];
       }
       s[blk] = acc;
@@ -29,42 +125,113 @@ float ls_dot32(const float* x, const float* w, int n, int stride) {
     return ls_tree16(s);
   }
   float acc = 0.0f;
-  for (int k = 0; k < n; ++k) acc = acc + x[k] * w[(long)k * stride];
+  /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
+      for order: loop invariant
+        ls_same32(acc, ls_seq_dot32((float*)x, (float*)w, stride, 0, k));
+      loop assigns k, acc;
+      loop variant n - k;
+  */
+  for (int k = 0; k < n; ++k) /*@ assert \valid_read(w + k * stride); */
+    acc = acc + x[k] * w[(long)k * stride];
   return acc;
 }
 
+/*@ requires n_in >= 0 && n_out >= 0;
+    requires \valid_read(x + (0 .. n_in - 1));
+    requires \valid_read(w + (0 .. n_in * n_out - 1));
+    requires b == \null || \valid_read(b + (0 .. n_out - 1));
+    requires \valid(partial +
+                    (0 .. (n_in > 0 && n_in % 16 == 0 ? 16 : 1) * n_out - 1));
+    requires \valid(y + (0 .. n_out - 1));
+    assigns partial[0 .. (n_in > 0 && n_in % 16 == 0 ? 16 : 1) * n_out - 1],
+            y[0 .. n_out - 1];
+*/
 void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
                  int n_out, float* partial, float* y) {
   const int blocks = (n_in > 0 && n_in % 16 == 0) ? 16 : 1;
   const int len = n_in / blocks;
+  /*@ assert n_in == blocks * len; */
   /* partial[blk * n_out + o] is block blk's running sum for output o: the
    * loop over o is innermost, so each output's additions stay in k order. */
+  /*@ loop invariant 0 <= blk <= blocks;
+      loop assigns blk, partial[0 .. blocks * n_out - 1];
+      loop variant blocks - blk;
+  */
   for (int blk = 0; blk < blocks; ++blk) {
+    /*@ assert 0 <= blk * n_out && (blk + 1) * n_out <= blocks * n_out; */
+    /*@ assert 0 <= blk * len && (blk + 1) * len <= n_in; */
     float* acc = partial + (long)blk * n_out;
+    /*@ loop invariant 0 <= o <= n_out;
+        loop assigns o, acc[0 .. n_out - 1];
+        loop variant n_out - o;
+    */
     for (int o = 0; o < n_out; ++o) acc[o] = 0.0f;
+    /*@ loop invariant blk * len <= k <= (blk + 1) * len;
+        loop assigns k, acc[0 .. n_out - 1];
+        loop variant (blk + 1) * len - k;
+    */
     for (int k = blk * len; k < (blk + 1) * len; ++k) {
       const float xk = x[k];
+      /*@ assert 0 <= k * n_out && (k + 1) * n_out <= n_in * n_out; */
       const float* row = w + (long)k * n_out;
+      /*@ loop invariant 0 <= o <= n_out;
+          loop assigns o, acc[0 .. n_out - 1];
+          loop variant n_out - o;
+      */
       for (int o = 0; o < n_out; ++o) acc[o] = acc[o] + xk * row[o];
     }
   }
   ls_matvec32_finish(partial, b, blocks, n_out, 0, y);
 }
 
+/*@ requires n >= 0 && n_in >= 0 && n_out >= 0;
+    requires \valid_read(x + (0 .. n * n_in - 1));
+    requires \valid_read(w + (0 .. n_in * n_out - 1));
+    requires b == \null || \valid_read(b + (0 .. n_out - 1));
+    requires \valid(partial +
+                    (0 .. (n_in > 0 && n_in % 16 == 0 ? 16 : 1) * n_out - 1));
+    requires \valid(y + (0 .. n * n_out - 1));
+    assigns partial[0 .. (n_in > 0 && n_in % 16 == 0 ? 16 : 1) * n_out - 1],
+            y[0 .. n * n_out - 1];
+*/
 void ls_matmul32(const float* x, int n, const float* w, const float* b,
                  int n_in, int n_out, float* partial, float* y) {
+  /*@ loop invariant 0 <= t <= n;
+      loop assigns t, y[0 .. n * n_out - 1],
+        partial[0 .. (n_in > 0 && n_in % 16 == 0 ? 16 : 1) * n_out - 1];
+      loop variant n - t;
+  */
   for (int t = 0; t < n; ++t) {
+    /*@ assert 0 <= t * n_in && (t + 1) * n_in <= n * n_in; */
+    /*@ assert 0 <= t * n_out && (t + 1) * n_out <= n * n_out; */
     ls_matvec32(x + (size_t)t * (size_t)n_in, w, b, n_in, n_out, partial,
                 y + (size_t)t * (size_t)n_out);
   }
 }
 
+/*@ requires blocks == 16 || blocks == 1;
+    requires 0 <= o0 && n_out >= 0;
+    requires \valid_read(partial + (0 .. blocks * n_out - 1));
+    requires b == \null || \valid_read(b + (0 .. n_out - 1));
+    requires \valid(y + (o0 .. n_out - 1));
+    assigns y[o0 .. n_out - 1];
+*/
 void ls_matvec32_finish(const float* partial, const float* b, int blocks,
                         int n_out, int o0, float* y) {
+  /*@ loop invariant o0 <= n_out ==> o0 <= o <= n_out;
+      loop assigns o, y[o0 .. n_out - 1];
+      loop variant n_out - o;
+  */
   for (int o = o0; o < n_out; ++o) {
     float s;
     if (blocks == 16) {
       float t[16];
+      /*@ assert \forall integer c; 0 <= c < 16 ==>
+            0 <= c * n_out && c * n_out + o < 16 * n_out; */
+      /*@ loop invariant 0 <= blk <= 16;
+          loop assigns blk, t[0 .. 15];
+          loop variant 16 - blk;
+      */
       for (int blk = 0; blk < 16; ++blk)
         t[blk] = partial[(long)blk * n_out + o];
       s = ls_tree16(t);
@@ -75,10 +242,27 @@ void ls_matvec32_finish(const float* partial, const float* b, int blocks,
   }
 }
 
+/*@ requires n >= 0 && n_rows >= 0;
+    requires \valid_read(x + (0 .. n - 1));
+    requires \valid_read(m + (0 .. n_rows * n - 1));
+    requires \valid(y + (0 .. n_rows - 1));
+    assigns y[0 .. n_rows - 1];
+*/
 void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
+  /*@ loop invariant 0 <= r <= n_rows;
+      loop assigns r, y[0 .. n_rows - 1];
+      loop variant n_rows - r;
+  */
   for (int r = 0; r < n_rows; ++r) y[r] = ls_dot32(x, m + (long)r * n, n, 1);
 }
 
+/*@ requires n >= 1;
+    requires \valid_read(x + (0 .. n - 1));
+    requires \valid_read(g + (0 .. n - 1));
+    requires \valid_read(b + (0 .. n - 1));
+    requires \valid(y + (0 .. n - 1));
+    assigns y[0 .. n - 1];
+*/
 void ls_layernorm32(const float* x, const float* g, const float* b, int n,
                     float* y) {
   /* The sum of x in the §2.1 order: x[k] * 1.0f is exact, so a dot with a
@@ -87,30 +271,69 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
   if (n > 0 && n % 16 == 0) {
     float s[16];
     const int len = n / 16;
+    /*@ assert n == 16 * len; */
+    /*@ loop invariant 0 <= blk <= 16;
+        loop assigns blk, s[0 .. 15];
+        loop variant 16 - blk;
+    */
     for (int blk = 0; blk < 16; ++blk) {
       float acc = 0.0f;
+      /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
+      /*@ loop invariant blk * len <= k <= (blk + 1) * len;
+          loop assigns k, acc;
+          loop variant (blk + 1) * len - k;
+      */
       for (int k = blk * len; k < (blk + 1) * len; ++k) acc = acc + x[k];
       s[blk] = acc;
     }
     sum = ls_tree16(s);
   } else {
     sum = 0.0f;
+    /*@ loop invariant 0 <= k <= n;
+        loop assigns k, sum;
+        loop variant n - k;
+    */
     for (int k = 0; k < n; ++k) sum = sum + x[k];
   }
   const float mean = sum / (float)n;
+  /*@ loop invariant 0 <= k <= n;
+      loop assigns k, y[0 .. n - 1];
+      loop variant n - k;
+  */
   for (int k = 0; k < n; ++k) y[k] = x[k] - mean;
   const float var = ls_dot32(y, y, n, 1) / (float)n;
   const float r = 1.0f / __builtin_sqrtf(var + LS_LN_EPS32);
+  /*@ loop invariant 0 <= k <= n;
+      loop assigns k, y[0 .. n - 1];
+      loop variant n - k;
+  */
   for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
 }
 
+/*@ requires n >= 1;
+    requires \valid_read(s + (0 .. n - 1));
+    requires \valid(p + (0 .. n - 1));
+    assigns p[0 .. n - 1];
+*/
 void ls_softmax32(const float* s, int n, float* p) {
   float m = s[0];
+  /*@ loop invariant 1 <= j <= n;
+      loop assigns j, m;
+      loop variant n - j;
+  */
   for (int j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
   float sum = 0.0f;
+  /*@ loop invariant 0 <= j <= n;
+      loop assigns j, sum, p[0 .. n - 1];
+      loop variant n - j;
+  */
   for (int j = 0; j < n; ++j) {
     p[j] = ls_exp32(s[j] - m);
     sum = sum + p[j];
   }
+  /*@ loop invariant 0 <= j <= n;
+      loop assigns j, p[0 .. n - 1];
+      loop variant n - j;
+  */
   for (int j = 0; j < n; ++j) p[j] = p[j] / sum;
 }

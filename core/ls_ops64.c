@@ -6,32 +6,138 @@
 /* Layer-norm epsilon 1e-5 rounded to binary64 (§2.3). */
 #define LS_LN_EPS64 0x1.4f8b588e368f1p-17
 
+/* ACSL (docs/proofs.md): §2.1's order as logic. ls_seq_dot64 is the
+ * sequential sum from +0.0 of x[k] * w[k * stride] for k in [lo, hi), each
+ * product and sum one IEEE operation (core/ls_arith.h); ls_blk64 is block
+ * b's sum; ls_tree64(m, i) is s[i] once the halving tree is down to m live
+ * sums (m = 16: the block sums; m = 1, i = 0: the result). */
+/*@ axiomatic LsDot64 {
+      logic double ls_seq_dot64{L}(double* x, double* w, integer stride,
+                                   integer lo, integer hi)
+        reads x[lo .. hi - 1], w[lo * stride .. (hi - 1) * stride];
+      axiom ls_seq_dot64_empty{L}:
+        \forall double* x, double* w, integer stride, lo, hi;
+          hi <= lo ==> ls_same64(ls_seq_dot64(x, w, stride, lo, hi),
+                                 (double)0.0);
+      axiom ls_seq_dot64_step{L}:
+        \forall double* x, double* w, integer stride, lo, hi;
+          lo < hi ==> ls_same64(ls_seq_dot64(x, w, stride, lo, hi),
+            ls_add64(ls_seq_dot64(x, w, stride, lo, hi - 1),
+                     ls_mul64(x[hi - 1], w[(hi - 1) * stride])));
+    }
+    logic double ls_blk64{L}(double* x, double* w, integer stride,
+                             integer len, integer b) =
+      ls_seq_dot64(x, w, stride, b * len, (b + 1) * len);
+    logic double ls_t8_64{L}(double* x, double* w, integer stride,
+                             integer len, integer i) =
+      ls_add64(ls_blk64(x, w, stride, len, i),
+               ls_blk64(x, w, stride, len, i + 8));
+    logic double ls_t4_64{L}(double* x, double* w, integer stride,
+                             integer len, integer i) =
+      ls_add64(ls_t8_64(x, w, stride, len, i),
+               ls_t8_64(x, w, stride, len, i + 4));
+    logic double ls_t2_64{L}(double* x, double* w, integer stride,
+                             integer len, integer i) =
+      ls_add64(ls_t4_64(x, w, stride, len, i),
+               ls_t4_64(x, w, stride, len, i + 2));
+    logic double ls_tree64{L}(double* x, double* w, integer stride,
+                              integer len, integer m, integer i) =
+      m == 16 ? ls_blk64(x, w, stride, len, i) :
+      m == 8 ? ls_t8_64(x, w, stride, len, i) :
+      m == 4 ? ls_t4_64(x, w, stride, len, i) :
+      m == 2 ? ls_t2_64(x, w, stride, len, i) :
+      ls_add64(ls_t2_64(x, w, stride, len, 0), ls_t2_64(x, w, stride, len, 1));
+    predicate ls_dot64_spec{L}(double* x, double* w, integer n,
+                               integer stride, double r) =
+      n > 0 && n % 16 == 0 ? ls_same64(r, ls_tree64(x, w, stride, n / 16, 1, 0))
+                           : ls_same64(r, ls_seq_dot64(x, w, stride, 0, n));
+*/
+
+/*@ requires \valid_read(x + (0 .. n - 1));
+    requires \forall integer k; 0 <= k < n ==> \valid_read(w + k * stride);
+    assigns \nothing;
+    behavior order:
+      ensures ls_dot64_spec((double*)x, (double*)w, n, stride, \result);
+*/
 double ls_dot64(const double* x, const double* w, int n, int stride) {
   if (n > 0 && n % 16 == 0) {
     /* §2.1 blocked order: 16 contiguous blocks, each sequential from +0.0,
      * combined by the halving tree s[i] += s[i+8], +4, +2, +1. */
     double s[16];
     int len = n / 16;
+    /*@ assert n == 16 * len; */
+    /*@ loop invariant 0 <= blk <= 16;
+        for order: loop invariant \forall integer b; 0 <= b < blk ==>
+          ls_same64(s[b], ls_blk64((double*)x, (double*)w, stride, len, b));
+        loop assigns blk, s[0 .. 15];
+        loop variant 16 - blk;
+    */
     for (int blk = 0; blk < 16; ++blk) {
       double acc = 0.0;
+      /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
+      /*@ loop invariant blk * len <= k <= (blk + 1) * len;
+          for order: loop invariant ls_same64(acc,
+            ls_seq_dot64((double*)x, (double*)w, stride, blk * len, k));
+          loop assigns k, acc;
+          loop variant (blk + 1) * len - k;
+      */
       for (int k = blk * len; k < (blk + 1) * len; ++k) {
+        /*@ assert \valid_read(w + k * stride); */
         acc = acc + x[k] * w[(long)k * stride];
       }
       s[blk] = acc;
     }
+    /*@ loop invariant h == 8 || h == 4 || h == 2 || h == 1 || h == 0;
+        for order: loop invariant h > 0 ==> \forall integer i;
+          0 <= i < 2 * h ==> ls_same64(s[i],
+            ls_tree64((double*)x, (double*)w, stride, len, 2 * h, i));
+        for order: loop invariant h == 0 ==> ls_same64(s[0],
+            ls_tree64((double*)x, (double*)w, stride, len, 1, 0));
+        loop assigns h, s[0 .. 7];
+        loop variant h;
+    */
     for (int h = 8; h >= 1; h /= 2) {
+      /*@ loop invariant 0 <= i <= h;
+          for order: loop invariant \forall integer j; 0 <= j < i ==>
+            ls_same64(s[j],
+              ls_tree64((double*)x, (double*)w, stride, len, h, j));
+          for order: loop invariant \forall integer j; i <= j < 16 ==>
+            ls_same64(s[j], \at(s[j], LoopEntry));
+          loop assigns i, s[0 .. h - 1];
+          loop variant h - i;
+      */
       for (int i = 0; i < h; ++i) s[i] = s[i] + s[i + h];
     }
     return s[0];
   }
   double acc = 0.0;
-  for (int k = 0; k < n; ++k) acc = acc + x[k] * w[(long)k * stride];
+  /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
+      for order: loop invariant
+        ls_same64(acc, ls_seq_dot64((double*)x, (double*)w, stride, 0, k));
+      loop assigns k, acc;
+      loop variant n - k;
+  */
+  for (int k = 0; k < n; ++k) /*@ assert \valid_read(w + k * stride); */
+    acc = acc + x[k] * w[(long)k * stride];
   return acc;
 }
 
+/*@ requires n_in >= 0 && n_out >= 0;
+    requires \valid_read(x + (0 .. n_in - 1));
+    requires \valid_read(w + (0 .. n_in * n_out - 1));
+    requires b == \null || \valid_read(b + (0 .. n_out - 1));
+    requires \valid(y + (0 .. n_out - 1));
+    assigns y[0 .. n_out - 1];
+*/
 void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
                  int n_out, double* y) {
+  /*@ loop invariant 0 <= o <= n_out;
+      loop assigns o, y[0 .. n_out - 1];
+      loop variant n_out - o;
+  */
   for (int o = 0; o < n_out; ++o) {
+    /*@ assert \forall integer k; 0 <= k < n_in ==>
+          0 <= k * n_out && (k + 1) * n_out <= n_in * n_out; */
     double s = ls_dot64(x, w + o, n_in, n_out);
     y[o] = b ? s + b[o] : s;
   }
@@ -39,51 +145,136 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
 
 /* The LayerNorm sums follow §2.1's order with a unit second factor
  * replaced by the plain term (no multiplication by 1.0 is performed). */
+/*@ requires \valid_read(x + (0 .. n - 1));
+    assigns \nothing;
+*/
 static double ls_sum64(const double* x, int n) {
   if (n > 0 && n % 16 == 0) {
     double s[16];
     int len = n / 16;
+    /*@ assert n == 16 * len; */
+    /*@ loop invariant 0 <= blk <= 16;
+        loop assigns blk, s[0 .. 15];
+        loop variant 16 - blk;
+    */
     for (int blk = 0; blk < 16; ++blk) {
       double acc = 0.0;
+      /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
+      /*@ loop invariant blk * len <= k <= (blk + 1) * len;
+          loop assigns k, acc;
+          loop variant (blk + 1) * len - k;
+      */
       for (int k = blk * len; k < (blk + 1) * len; ++k) acc = acc + x[k];
       s[blk] = acc;
     }
+    /*@ loop invariant h == 8 || h == 4 || h == 2 || h == 1 || h == 0;
+        loop assigns h, s[0 .. 7];
+        loop variant h;
+    */
     for (int h = 8; h >= 1; h /= 2) {
+      /*@ loop invariant 0 <= i <= h;
+          loop assigns i, s[0 .. h - 1];
+          loop variant h - i;
+      */
       for (int i = 0; i < h; ++i) s[i] = s[i] + s[i + h];
     }
     return s[0];
   }
   double acc = 0.0;
+  /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
+      loop assigns k, acc;
+      loop variant n - k;
+  */
   for (int k = 0; k < n; ++k) acc = acc + x[k];
   return acc;
 }
 
+/*@ requires n >= 1;
+    requires \valid_read(x + (0 .. n - 1));
+    requires \valid_read(g + (0 .. n - 1));
+    requires \valid_read(b + (0 .. n - 1));
+    requires \valid(y + (0 .. n - 1));
+    assigns y[0 .. n - 1];
+*/
 void ls_layernorm64(const double* x, const double* g, const double* b, int n,
                     double* y) {
   double mean = ls_sum64(x, n) / (double)n;
   /* y holds the deviations d[k] = x[k] - mean until the last loop. */
+  /*@ loop invariant 0 <= k <= n;
+      loop assigns k, y[0 .. n - 1];
+      loop variant n - k;
+  */
   for (int k = 0; k < n; ++k) y[k] = x[k] - mean;
   double var = ls_dot64(y, y, n, 1) / (double)n;
   double r = 1.0 / __builtin_sqrt(var + LS_LN_EPS64);
+  /*@ loop invariant 0 <= k <= n;
+      loop assigns k, y[0 .. n - 1];
+      loop variant n - k;
+  */
   for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
 }
 
+/* p may be s itself (the tiny model normalises its scores in place). */
+/*@ requires n >= 1;
+    requires \valid_read(s + (0 .. n - 1));
+    requires \valid(p + (0 .. n - 1));
+    assigns p[0 .. n - 1];
+*/
 void ls_softmax64(const double* s, int n, double* p) {
   double m = s[0];
+  /*@ loop invariant 1 <= j <= n;
+      loop assigns j, m;
+      loop variant n - j;
+  */
   for (int j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
   double sum = 0.0;
+  /*@ loop invariant 0 <= j <= n;
+      loop assigns j, sum, p[0 .. n - 1];
+      loop variant n - j;
+  */
   for (int j = 0; j < n; ++j) {
     p[j] = ls_exp64(s[j] - m);
     sum = sum + p[j];
   }
+  /*@ loop invariant 0 <= j <= n;
+      loop assigns j, p[0 .. n - 1];
+      loop variant n - j;
+  */
   for (int j = 0; j < n; ++j) p[j] = p[j] / sum;
 }
 
+/*@ requires \valid_read(p + (0 .. n - 1));
+    requires \forall integer j, d; 0 <= j < n && 0 <= d < w ==>
+      \valid_read(v + (j * stride + d));
+    requires \valid(out + (0 .. w - 1));
+    assigns out[0 .. w - 1];
+    behavior order:
+      assumes \separated(out + (0 .. w - 1), p + (0 .. n - 1));
+      assumes \forall integer j, d; 0 <= j < n && 0 <= d < w ==>
+        \separated(out + (0 .. w - 1), v + (j * stride + d));
+      ensures \forall integer d; 0 <= d < w ==>
+        ls_same64(out[d], ls_seq_dot64{Pre}((double*)p, (double*)v + d,
+                                            stride, 0, n));
+*/
 void ls_weighted_sum64(const double* p, const double* v, int n, int stride,
                        int w, double* out) {
+  /*@ loop invariant 0 <= d <= (w < 0 ? 0 : w);
+      for order: loop invariant \forall integer e; 0 <= e < d ==>
+        ls_same64(out[e], ls_seq_dot64{Pre}((double*)p, (double*)v + e,
+                                            stride, 0, n));
+      loop assigns d, out[0 .. w - 1];
+      loop variant w - d;
+  */
   for (int d = 0; d < w; ++d) {
     double acc = 0.0;
-    for (int j = 0; j < n; ++j) acc = acc + p[j] * v[(long)j * stride + d];
+    /*@ loop invariant 0 <= j <= (n < 0 ? 0 : n);
+        for order: loop invariant ls_same64(acc,
+          ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride, 0, j));
+        loop assigns j, acc;
+        loop variant n - j;
+    */
+    for (int j = 0; j < n; ++j) /*@ assert \valid_read(v + (j * stride + d)); */
+      acc = acc + p[j] * v[(long)j * stride + d];
     out[d] = acc;
   }
 }

@@ -10,6 +10,34 @@
  * (§4.3), and for d_head = 2 that divisor is this correctly rounded root. */
 #define LS_TINY_SQRT_HEAD_DIM 0x1.6a09e667f3bcdp+0
 
+/* ACSL (docs/proofs.md): the offsets, with c = 1024 + 4 * n_ctx the end of
+ * the position embeddings. */
+/*@ assigns \nothing;
+    behavior in_range:
+      assumes 1 <= n_ctx <= LS_TINY_MAX_CTX;
+      ensures \result.wte == 0 && \result.wpe == 1024;
+      ensures \result.ln1_g == 1024 + 4 * n_ctx;
+      ensures \result.ln1_b == 1024 + 4 * n_ctx + 4;
+      ensures \result.qkv_w == 1024 + 4 * n_ctx + 8;
+      ensures \result.proj_w == 1024 + 4 * n_ctx + 56;
+      ensures \result.proj_b == 1024 + 4 * n_ctx + 72;
+      ensures \result.ln2_g == 1024 + 4 * n_ctx + 76;
+      ensures \result.ln2_b == 1024 + 4 * n_ctx + 80;
+      ensures \result.fc_w == 1024 + 4 * n_ctx + 84;
+      ensures \result.fc_b == 1024 + 4 * n_ctx + 116;
+      ensures \result.out_w == 1024 + 4 * n_ctx + 124;
+      ensures \result.out_b == 1024 + 4 * n_ctx + 156;
+      ensures \result.lnf_g == 1024 + 4 * n_ctx + 160;
+      ensures \result.lnf_b == 1024 + 4 * n_ctx + 164;
+      ensures \result.head_w == 1024 + 4 * n_ctx + 168;
+      ensures \result.head_b == 1024 + 4 * n_ctx + 1192;
+      ensures \result.total == 2472 + 4 * n_ctx;
+    behavior out_of_range:
+      assumes n_ctx < 1 || n_ctx > LS_TINY_MAX_CTX;
+      ensures \result.total == 0;
+    complete behaviors;
+    disjoint behaviors;
+*/
 ls_tiny_layout ls_tiny_layout_for(int n_ctx) {
   ls_tiny_layout L = {0};
   if (n_ctx < 1 || n_ctx > LS_TINY_MAX_CTX) return L;
@@ -40,16 +68,41 @@ ls_tiny_layout ls_tiny_layout_for(int n_ctx) {
  * position. */
 enum { LS_TINY_ROW = LS_TINY_EMBD + 3 * LS_TINY_EMBD, LS_TINY_TAIL = 64 };
 
+/*@ requires 1 <= n_ctx <= LS_TINY_MAX_CTX;
+    assigns \nothing;
+    ensures \result == 17 * n_ctx + 64;
+*/
 static size_t ls_tiny_activation_words(int n_ctx) {
   return (size_t)n_ctx * (LS_TINY_ROW + 1) + LS_TINY_TAIL;
 }
 
+/*@ assigns \nothing;
+    behavior in_range:
+      assumes 1 <= n_ctx <= LS_TINY_MAX_CTX;
+      ensures \result == 2536 + 21 * n_ctx;
+    behavior out_of_range:
+      assumes n_ctx < 1 || n_ctx > LS_TINY_MAX_CTX;
+      ensures \result == 0;
+    complete behaviors;
+    disjoint behaviors;
+*/
 size_t ls_tiny_scratch_words(int n_ctx) {
   ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
   if (L.total == 0) return 0;
   return L.total + ls_tiny_activation_words(n_ctx);
 }
 
+/* The activations use 17 * n + 20 words of scratch: rows, scores, h, a, y
+ * and f. */
+/*@ requires 1 <= n_ctx <= LS_TINY_MAX_CTX && 1 <= n <= n_ctx;
+    requires \valid_read(w + (0 .. 2472 + 4 * n_ctx - 1));
+    requires \valid_read(tokens + (0 .. n - 1));
+    requires \forall integer i; 0 <= i < n ==>
+      0 <= tokens[i] < LS_TINY_VOCAB;
+    requires \valid(scratch + (0 .. 17 * n_ctx + 64 - 1));
+    requires \valid(logits + (0 .. LS_TINY_VOCAB - 1));
+    assigns scratch[0 .. 17 * n + 19], logits[0 .. LS_TINY_VOCAB - 1];
+*/
 void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
                      double* scratch, double* logits) {
   const ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
@@ -62,10 +115,18 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
   double* f = y + E;                              /* [8] feed-forward hidden */
 
   /* §4.1-4.2: every position's embedding and q, k, v. */
+  /*@ loop invariant 0 <= t <= n;
+      loop assigns t, scratch[0 .. 17 * n + 19];
+      loop variant n - t;
+  */
   for (int t = 0; t < n; ++t) {
     double* x = rows + (size_t)t * LS_TINY_ROW;
     const double* te = w + L.wte + (size_t)tokens[t] * E;
     const double* pe = w + L.wpe + (size_t)t * E;
+    /*@ loop invariant 0 <= i <= E;
+        loop assigns i, x[0 .. E - 1];
+        loop variant E - i;
+    */
     for (int i = 0; i < E; ++i) x[i] = te[i] + pe[i];
     ls_layernorm64(x, w + L.ln1_g, w + L.ln1_b, E, h);
     ls_matvec64(h, w + L.qkv_w, 0, E, 3 * E, x + E);
@@ -75,7 +136,15 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
   const int t = n - 1;
   double* x = rows + (size_t)t * LS_TINY_ROW;
   const double* q = x + E;
+  /*@ loop invariant 0 <= head <= LS_TINY_HEADS;
+      loop assigns head, scratch[0 .. 17 * n + 19];
+      loop variant LS_TINY_HEADS - head;
+  */
   for (int head = 0; head < LS_TINY_HEADS; ++head) {
+    /*@ loop invariant 0 <= j <= t + 1;
+        loop assigns j, score[0 .. t];
+        loop variant t - j;
+    */
     for (int j = 0; j <= t; ++j) {
       const double* k = rows + (size_t)j * LS_TINY_ROW + 2 * E;
       score[j] =
@@ -86,13 +155,25 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
                       a + head * HD);
   }
   ls_matvec64(a, w + L.proj_w, w + L.proj_b, E, E, y);
+  /*@ loop invariant 0 <= i <= E;
+      loop assigns i, x[0 .. E - 1];
+      loop variant E - i;
+  */
   for (int i = 0; i < E; ++i) x[i] = x[i] + y[i];
 
   /* §4.4: the feed-forward sub-block. */
   ls_layernorm64(x, w + L.ln2_g, w + L.ln2_b, E, h);
   ls_matvec64(h, w + L.fc_w, w + L.fc_b, E, LS_TINY_FF, f);
+  /*@ loop invariant 0 <= i <= LS_TINY_FF;
+      loop assigns i, f[0 .. LS_TINY_FF - 1];
+      loop variant LS_TINY_FF - i;
+  */
   for (int i = 0; i < LS_TINY_FF; ++i) f[i] = ls_gelu64(f[i]);
   ls_matvec64(f, w + L.out_w, w + L.out_b, LS_TINY_FF, E, y);
+  /*@ loop invariant 0 <= i <= E;
+      loop assigns i, x[0 .. E - 1];
+      loop variant E - i;
+  */
   for (int i = 0; i < E; ++i) x[i] = x[i] + y[i];
 
   /* §4.5: final LayerNorm and the output head. */
@@ -101,8 +182,28 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
 }
 
 /* A finite binary64 has an exponent field below all-ones. */
+/*@ assigns \nothing; */
 static int ls_finite64(double v) { return v - v == 0.0; }
 
+/* The caller's buffers are as long as it says (a NULL pointer is an
+ * error the function reports). On every error, logits keeps its words
+ * when it does not overlap scratch. */
+/*@ requires weights == \null || \valid_read(weights + (0 .. n_weights - 1));
+    requires tokens == \null || \valid_read(tokens + (0 .. n_tokens - 1));
+    requires scratch == \null || \valid(scratch + (0 .. n_scratch - 1));
+    requires logits == \null || \valid(logits + (0 .. LS_TINY_VOCAB - 1));
+    assigns scratch[0 .. n_scratch - 1], logits[0 .. LS_TINY_VOCAB - 1];
+    behavior bad_context:
+      assumes n_ctx < 1 || n_ctx > LS_TINY_MAX_CTX;
+      assigns \nothing;
+      ensures \result == LS_ERR_CONTEXT;
+    behavior error_keeps_logits:
+      assumes logits != \null && scratch != \null;
+      assumes \separated(logits + (0 .. LS_TINY_VOCAB - 1),
+                         scratch + (0 .. n_scratch - 1));
+      ensures \result != LS_OK ==> \forall integer i;
+        0 <= i < LS_TINY_VOCAB ==> ls_same64(logits[i], \old(logits[i]));
+*/
 ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
                                  size_t n_weights, const int32_t* tokens,
                                  size_t n_tokens, double bound, double* scratch,
@@ -116,24 +217,46 @@ ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
   if (!(bound >= 0.0 && bound <= 10.0)) return LS_ERR_BOUND;
   if (n_tokens == 0) return LS_ERR_EMPTY_SEQUENCE;
   if (n_tokens > (size_t)n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
+  /*@ loop invariant 0 <= i <= n_tokens;
+      loop invariant \forall integer j; 0 <= j < i ==>
+        0 <= tokens[j] < LS_TINY_VOCAB;
+      loop assigns i;
+      loop variant n_tokens - i;
+  */
   for (size_t i = 0; i < n_tokens; ++i) {
     if (tokens[i] < 0 || tokens[i] >= LS_TINY_VOCAB) return LS_ERR_TOKEN;
   }
   if (n_scratch < ls_tiny_scratch_words(n_ctx)) return LS_ERR_SCRATCH;
+  /*@ loop invariant 0 <= i <= L.total;
+      loop assigns i;
+      loop variant L.total - i;
+  */
   for (size_t i = 0; i < L.total; ++i) {
     if (!ls_finite64(weights[i])) return LS_ERR_WEIGHT_NONFINITE;
   }
   /* Clip into scratch (§4.0): the caller's weights are never modified. */
   double* w = scratch;
+  /*@ loop invariant 0 <= i <= L.total;
+      loop assigns i, w[0 .. L.total - 1];
+      loop variant L.total - i;
+  */
   for (size_t i = 0; i < L.total; ++i) {
     double v = weights[i];
     w[i] = v > bound ? bound : (v < -bound ? -bound : v);
   }
   double out[LS_TINY_VOCAB];
   ls_tiny_forward(w, n_ctx, tokens, (int)n_tokens, scratch + L.total, out);
+  /*@ loop invariant 0 <= i <= LS_TINY_VOCAB;
+      loop assigns i;
+      loop variant LS_TINY_VOCAB - i;
+  */
   for (int i = 0; i < LS_TINY_VOCAB; ++i) {
     if (!ls_finite64(out[i])) return LS_ERR_OUTPUT_NONFINITE;
   }
+  /*@ loop invariant 0 <= i <= LS_TINY_VOCAB;
+      loop assigns i, logits[0 .. LS_TINY_VOCAB - 1];
+      loop variant LS_TINY_VOCAB - i;
+  */
   for (int i = 0; i < LS_TINY_VOCAB; ++i) logits[i] = out[i];
   return LS_OK;
 }
