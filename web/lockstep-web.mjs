@@ -370,17 +370,6 @@ const PLAN_FIELDS = ['status', 'total', 'weights', 'weightsBytes', 'cache',
   'tokensBytes', 'sample', 'sampleBytes', 'repack', 'repackBytes',
   'head', 'headBytes'];
 
-function checkFinite(ck) {
-  if (ck.kind !== 'gpt2') return;
-  const f = new Float32Array(ck.payload.buffer, ck.payload.byteOffset,
-                             ck.payload.byteLength / 4);
-  for (let i = 0; i < f.length; ++i) {
-    if (!Number.isFinite(f[i])) {
-      throw new LockstepError(`${ck.label}: weight ${i} is not finite`);
-    }
-  }
-}
-
 function writeTokens(s, tokens) {
   const t = new Int32Array(s.memory.buffer, s.plan.tokens, tokens.length);
   tokens.forEach((v, i) => {
