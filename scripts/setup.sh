@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ gcc libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev nlohmann-json3-dev libssl-dev libmpfr-dev
   python3 python3-numpy clang-format libpcre2-dev pkg-config
-  libcpp-httplib-dev curl jq gappa sollya
+  libcpp-httplib-dev curl jq gappa sollya frama-c-base why3 z3 cvc5
   clang-19 lld-19 wabt libclang-rt-19-dev
   chromium)
 missing=()
