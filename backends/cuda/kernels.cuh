@@ -484,7 +484,8 @@ __global__ void __launch_bounds__(kV3Threads)
 // The layout and order of matvec_kernel: a block of 16 * kTo threads owns
 // kTo outputs; thread (blk, o) sums §2.1 block blk of output o in k order
 // from +0.0 for each of its kR rows, each weight loaded once for the kR
-// rows (x read through the cache, four k at a time); the 16 block sums
+// rows (x read through the cache, four k at a time; 32 weights loaded
+// before their additions); the 16 block sums
 // meet in shared memory, the tree, the bias, the epilogue. So each row's
 // outputs have the bits of a one-position step. K not a multiple of 16:
 // thread (0, o) sums all of k.
@@ -510,6 +511,29 @@ __global__ void __launch_bounds__(16 * kTo)
     const float* xp = x + static_cast<size_t>(r0) * K + blk * len;
     int k = 0;
     if (len % 4 == 0 && K % 4 == 0) {
+      // 32 weights in flight, then 8: a thread's chain of dependent loads
+      // is what bounds these small grids (16 * N threads in all).
+      for (; k + 32 <= len; k += 32) {
+        float wv[32];
+#pragma unroll
+        for (int u = 0; u < 32; ++u)
+          wv[u] = __ldg(wp + static_cast<size_t>(k + u) * N);
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+          if (r < rows) {
+            const float* xr = xp + static_cast<size_t>(r) * K + k;
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              const float4 a =
+                  __ldg(reinterpret_cast<const float4*>(xr + 4 * q));
+              acc[r] = madd(acc[r], a.x, wv[4 * q + 0]);
+              acc[r] = madd(acc[r], a.y, wv[4 * q + 1]);
+              acc[r] = madd(acc[r], a.z, wv[4 * q + 2]);
+              acc[r] = madd(acc[r], a.w, wv[4 * q + 3]);
+            }
+          }
+        }
+      }
       for (; k + 8 <= len; k += 8) {
         float wv[8];
 #pragma unroll
