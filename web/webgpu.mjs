@@ -255,12 +255,16 @@ export function minExponent(f) {
 
 // Whether a product y = x . W (+ b) in the §2.1/§2.2 order can meet a
 // subnormal operand or result, from the smallest exponents of x, W and b
-// (minExponent). It cannot when every nonzero product has |x w| >= 2^-103
-// and every nonzero bias |b| >= 2^-103: all terms, and so every partial
+// (minExponent). It cannot when no operand is subnormal, every nonzero
+// product has |x w| >= 2^-103 and every nonzero bias |b| >= 2^-103: all
+// terms, and so every partial
 // sum, are then multiples of 2^-126 (2^(E - 23) for the smallest term
 // exponent E >= -103), so a nonzero exact sum is at least 2^-126, and its
 // rounding too. Flush-to-zero and denormals-are-zero then change nothing.
 export function subnormalFree(ex, ew, eb) {
+  // A subnormal operand (exponent field 0) is read as zero where
+  // denormals are zero, whatever it is multiplied by.
+  if (ex === 0 || ew === 0 || eb === 0) return false;
   if (ex === 256 || ew === 256) return eb === 256 || eb - 127 >= -103;
   return (ex - 127) + (ew - 127) >= -103 && (eb === 256 || eb - 127 >= -103);
 }
@@ -324,6 +328,8 @@ export async function kernelSelfTest(device) {
     { name: 'a subnormal product', n: 1, K: 16, N: 1, sub: 'product' },
     { name: 'a subnormal sum of normal products', n: 1, K: 2, N: 1,
       sub: 'sum' },
+    { name: 'a subnormal input times 2^40', n: 1, K: 1, N: 1,
+      sub: 'input' },
   ];
   const rows = [];
   for (const c of cases) {
@@ -333,6 +339,10 @@ export async function kernelSelfTest(device) {
       x = new Float32Array(16).fill(2 ** -70);
       w = new Float32Array(16).fill(2 ** -70);
       b = new Float32Array(1);
+    } else if (c.sub === 'input') {
+      x = Float32Array.of(2 ** -140);
+      w = Float32Array.of(2 ** 40);
+      b = null;
     } else if (c.sub === 'sum') {
       x = Float32Array.of(1.25 * 2 ** -100, -(2 ** -100));
       w = Float32Array.of(2 ** -26, 2 ** -26);

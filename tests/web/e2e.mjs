@@ -90,6 +90,12 @@ try {
   const probes = await page.$$eval('#probes tr', (rows) => rows.slice(1).map(
       (r) => [...r.children].map((c) => c.textContent).join(' | ')));
   for (const p of probes) console.log('probe: ' + p);
+  // The probes are verdicts about the adapter; the kernel self-test rows
+  // must pass.
+  const kernelRows = probes.filter((p) => p.startsWith('kernel'));
+  if (kernelRows.length !== 7 || kernelRows.some((p) => !/\| passes \|/.test(p))) {
+    fail('the kernel self-test did not pass: ' + JSON.stringify(kernelRows));
+  }
 
   const setForm = async (o) => {
     for (const [id, v] of Object.entries(o)) await page.fill('#' + id, v);
