@@ -75,6 +75,14 @@ async function initGpu() {
         p.ok ? 'ok' : 'bad');
   }
   state.gpu = { ...g, probes, kernel, check: flushes };
+  const broken = [probes[1], probes[2], probes[3], ...kernel]
+      .filter((p) => !p.ok && !/subnormal/.test(p.name));
+  if (broken.length) {
+    $('adapter').textContent += '. This adapter contracts, reassociates or ' +
+        'rounds otherwise than IEEE in the guarded kernel (' +
+        broken.map((p) => p.name).join('; ') + '): expect the per-step ' +
+        'hashes to differ.';
+  }
   g.device.lost.then((info) => log(`WebGPU device lost: ${info.message}`, 'bad'));
 }
 
