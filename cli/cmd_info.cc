@@ -93,62 +93,85 @@ nlohmann::json memory_plan(const Gpt2Weights& w, int threads) {
           {"total", mem.weights + extra + mem.cache + mem.logits}};
 }
 
+// Measured, not planned: a session on the default backend ("cpu", 2
+// threads) over the view, a prefill of every position (the KV cache full),
+// then this process's resident set after each step. The same run for
+// binary32 and int8 weights, so the two can be set side by side.
+nlohmann::json measure_resident(const Gpt2View& view) {
+  const ls_gpt2_config& c = view.config;
+  nlohmann::json r;
+  r["after_load"] = resident_now();
+  Gpt2Session s(view, Gpt2SessionOptions{"cpu", 2, c.n_ctx});
+  r["after_session"] = resident_now();
+  std::vector<int32_t> tokens(size_t(c.n_ctx));
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = int32_t((i * 7919 + 13) % size_t(c.n_vocab));
+  }
+  s.prefill(tokens);
+  r["after_full_context_prefill"] = resident_now();
+  r["session_plan_total"] = s.memory().total();
+  r["backend"] = s.backend_name();
+  return r;
+}
+
 // An int8 file (docs/int8.md): what is quantized and how, its size against
 // the binary32 payload of the same model, its digest and the binary32
 // digest it was quantized from, and the memory plan of a session on the
-// int8 reference (the only int8 backend so far).
+// default backend (cpu with its int8 kernels, 2 threads, full context), as
+// that session counts it (Gpt2Session::memory()).
 nlohmann::json q8_info(const std::string& path, bool resident) {
-  if (resident) {
-    throw Error(
-        "info --resident: int8 files run on the scalar int8 reference only "
-        "so far (no fast path yet), whose full-context prefill is not "
-        "measured here (docs/int8.md)");
-  }
   const Gpt2Weights w = load_gpt2_q8(path);
   const ls_gpt2_config& c = w.config;
-  const Gpt2Memory mem = gpt2_memory_plan(c, c.n_ctx);
-  const size_t scratch = std::max(ls_gpt2_step_scratch_floats(&c),
-                                  ls_gpt2_infer_scratch_floats(&c, c.n_ctx)) *
-                         sizeof(float);
+  const Gpt2View view{c,           nullptr,     0, LS_GPT2_LAYOUT_PLAIN,
+                      w.q8_data(), w.q8_bytes()};
+  // Measured first, so that the plan's session below does not raise the
+  // peak it reports.
+  nlohmann::json measured;
+  if (resident) measured = measure_resident(view);
+  nlohmann::json plan;
+  {
+    const Gpt2Session s(view, Gpt2SessionOptions{"cpu", 2, c.n_ctx});
+    const Gpt2Memory& mem = s.memory();
+    plan = {{"backend", s.backend_name()}, {"weights", mem.weights},
+            {"weights_mapped", true},      {"weights_in_place", true},
+            {"cache", mem.cache},          {"scratch", mem.scratch},
+            {"logits", mem.logits},        {"total", mem.total()}};
+  }
   const size_t f32 = ls_gpt2_param_count(&c) * sizeof(float);
-  return {{"path", w.source},
-          {"model", "GPT-2"},
-          {"dtype", "int8"},
-          {"quantization",
-           {{"kind", "q8g64 (docs/int8.md, docs/arithmetic.md section 7)"},
-            {"weights",
-             "int8 in [-127, 127], one bfloat16 scale per output "
-             "and group of 64 inputs"},
-            {"activations",
-             "int8 per position and group of 64, binary32 "
-             "scales, at run time"},
-            {"quantized",
-             "c_attn, attn.c_proj, c_fc, mlp.c_proj of every "
-             "block; wte (embedding and head); wpe"},
-            {"binary32", "LayerNorm, biases, attention, KV cache, logits"}}},
-          {"format", w.format},
-          {"layout", kGpt2Q8Layout},
-          {"config",
-           {{"n_vocab", c.n_vocab},
-            {"n_ctx", c.n_ctx},
-            {"n_embd", c.n_embd},
-            {"n_head", c.n_head},
-            {"n_layer", c.n_layer}}},
-          {"parameters", ls_gpt2_param_count(&c)},
-          {"payload_bytes", w.q8_bytes()},
-          {"binary32_payload_bytes", f32},
-          {"payload_vs_binary32", double(w.q8_bytes()) / double(f32)},
-          {"payload_sha256", w.payload_sha256},
-          {"binary32_plain_sha256", w.plain_sha256},
-          {"memory_bytes",
-           {{"backend", "reference (int8)"},
-            {"weights", w.q8_bytes()},
-            {"weights_mapped", true},
-            {"cache", mem.cache},
-            {"scratch", scratch},
-            {"logits", mem.logits},
-            {"total", w.q8_bytes() + mem.cache + scratch + mem.logits}}},
-          {"meta", w.meta}};
+  nlohmann::json j = {
+      {"path", w.source},
+      {"model", "GPT-2"},
+      {"dtype", "int8"},
+      {"quantization",
+       {{"kind", "q8g64 (docs/int8.md, docs/arithmetic.md section 7)"},
+        {"weights",
+         "int8 in [-127, 127], one bfloat16 scale per output "
+         "and group of 64 inputs"},
+        {"activations",
+         "int8 per position and group of 64, binary32 "
+         "scales, at run time"},
+        {"quantized",
+         "c_attn, attn.c_proj, c_fc, mlp.c_proj of every "
+         "block; wte (embedding and head); wpe"},
+        {"binary32", "LayerNorm, biases, attention, KV cache, logits"}}},
+      {"format", w.format},
+      {"layout", kGpt2Q8Layout},
+      {"config",
+       {{"n_vocab", c.n_vocab},
+        {"n_ctx", c.n_ctx},
+        {"n_embd", c.n_embd},
+        {"n_head", c.n_head},
+        {"n_layer", c.n_layer}}},
+      {"parameters", ls_gpt2_param_count(&c)},
+      {"payload_bytes", w.q8_bytes()},
+      {"binary32_payload_bytes", f32},
+      {"payload_vs_binary32", double(w.q8_bytes()) / double(f32)},
+      {"payload_sha256", w.payload_sha256},
+      {"binary32_plain_sha256", w.plain_sha256},
+      {"memory_bytes", plan},
+      {"meta", w.meta}};
+  if (resident) j["resident_bytes"] = measured;
+  return j;
 }
 
 nlohmann::json gpt2_info(const std::string& path, bool resident) {
@@ -181,21 +204,7 @@ nlohmann::json gpt2_info(const std::string& path, bool resident) {
     }
   }
   if (resident) {
-    // Measured, not planned: a session on the default backend, a prefill of
-    // every position (the KV cache full), then this process's resident set.
-    nlohmann::json r;
-    r["after_load"] = resident_now();
-    Gpt2Session s({c, w.data(), w.words(), w.layout},
-                  Gpt2SessionOptions{"cpu", 2, c.n_ctx});
-    r["after_session"] = resident_now();
-    std::vector<int32_t> tokens(size_t(c.n_ctx));
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      tokens[i] = int32_t((i * 7919 + 13) % size_t(c.n_vocab));
-    }
-    s.prefill(tokens);
-    r["after_full_context_prefill"] = resident_now();
-    r["session_plan_total"] = s.memory().total();
-    j["resident_bytes"] = r;
+    j["resident_bytes"] = measure_resident({c, w.data(), w.words(), w.layout});
   }
   return j;
 }
@@ -211,8 +220,9 @@ Action add_info(CLI::App& app) {
                "print one JSON object (bytes of the path that are not UTF-8 "
                "are printed as U+FFFD there)");
   app.add_flag("--resident", *resident,
-               "GPT-2: also run a session (cpu, 2 threads) over the whole "
-               "context and report this process's resident memory");
+               "GPT-2 (binary32 or int8): also run a session (cpu, 2 "
+               "threads) over the whole context and report this process's "
+               "resident memory");
   return [args, json, resident]() {
     nlohmann::json j = args->kind() == ModelKind::kGpt2
                            ? gpt2_info(args->path(), *resident)

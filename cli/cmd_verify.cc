@@ -19,6 +19,7 @@
 #include "cli/model_args.h"
 #include "cli/progress.h"
 #include "formats/gpt2_checkpoint.h"
+#include "formats/gpt2_q8.h"
 #include "hosts/native/wasm_host.h"
 #include "lib/verify.h"
 #include "lib/verify_bundle.h"
@@ -146,6 +147,13 @@ int run(VerifyArgs& a) {
     a.options.seed = o.seed;
     a.options.completion_tokens = o.completion_tokens;
     a.options.op_hashes = o.op_hashes;
+    // An int8 record checked from the binary32 model: quantize it here
+    // first, as the record's run did or as `convert --quant int8` does
+    // (the same bytes either way; the int8 payload digest is compared).
+    const bool int8_record = before.at("model").value("quant", "f32") == "int8";
+    a.options.quant =
+        int8_record && (random || !is_gpt2_q8_file(a.model.path())) ? "int8"
+                                                                    : "none";
   }
   std::vector<std::string> names;
   if (a.backends.empty()) {
@@ -188,21 +196,48 @@ int run(VerifyArgs& a) {
   }
 
   // A random model is written to a temporary packed file (no weights to
-  // download or commit; the record's digest pins them).
-  TempPacked random_file;
+  // download or commit; the record's digest pins them); with --quant int8
+  // to a temporary int8 file instead, quantized in memory.
+  const bool quantize = a.options.quant == "int8";
+  TempPacked random_file, q8_file;
   if (random) {
-    random_file.path = temp_packed_path("random");
     const std::vector<float> words =
         random_gpt2_weights(random->first, random->second);
-    write_gpt2_packed(random_file.path, random->first, words.data(),
-                      words.size());
+    if (quantize) {
+      random_file.path = temp_packed_path("random-int8");
+      write_gpt2_q8(random_file.path, random->first, words.data(),
+                    {{"source", a.model.model}});
+    } else {
+      random_file.path = temp_packed_path("random");
+      write_gpt2_packed(random_file.path, random->first, words.data(),
+                        words.size());
+    }
   }
-  const std::string path = random ? random_file.path : a.model.path();
-  // The one place weights are loaded. An int8 file joins here once its
-  // loader exists: it would give the backends their int8 view and the
-  // reference pass its dequantising twin (docs/verify.md, "int8").
-  Gpt2Weights w = load_gpt2(path);
-  const std::string given_format = random ? "random" : w.format;
+  std::string path = random ? random_file.path : a.model.path();
+  if (quantize && !random) {
+    if (is_gpt2_q8_file(path)) {
+      throw Error("--quant int8: '" + path +
+                  "' is already an int8 file (verify it without --quant)");
+    }
+    // As `lockstep convert --quant int8` writes it (the source validated,
+    // digest included).
+    q8_file.path = temp_packed_path("int8");
+    convert_gpt2_q8(path, q8_file.path);
+    path = q8_file.path;
+  }
+  // The one place weights are loaded: a binary32 file or folder, or an
+  // int8 file (docs/int8.md), whose int8 view every backend then runs and
+  // whose reference operations are the int8 pass's.
+  Gpt2Weights w = load_gpt2_any(path);
+  const bool int8 = w.quant == "int8";
+  std::string given_format = random                             ? "random"
+                             : !quantize                        ? w.format
+                             : fs::is_directory(a.model.path()) ? "hf"
+                                                                : "packed";
+  if (int8) {
+    given_format +=
+        quantize ? ", quantized here to int8 q8g64" : ", int8 q8g64";
+  }
 
   // The wasm backend reads packed files only: an HF folder is packed to a
   // temporary file (plain layout, the same weights) and every backend runs
@@ -211,7 +246,7 @@ int run(VerifyArgs& a) {
   std::string run_path = path;
   bool uses_wasm = false;
   for (const auto& n : names) uses_wasm = uses_wasm || n == "wasm";
-  if (uses_wasm && w.format != "packed") {
+  if (uses_wasm && !int8 && w.format != "packed") {
     temp.path = temp_packed_path("hf");
     write_gpt2_packed(temp.path, w.config, w.data(), w.words());
     w = load_gpt2(temp.path);
@@ -275,15 +310,18 @@ int run(VerifyArgs& a) {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   p.files.push_back({"lockstep binary", ec ? "/proc/self/exe" : exe.string()});
   if (uses_wasm) p.files.push_back({"wasm module", wasm_module_path()});
+  // The weights as given (with --quant int8 the binary32 source; the int8
+  // file made from it is temporary, pinned by the record's digests).
+  const std::string given = random ? "" : a.model.path();
   if (random) {
     // Nothing to hash but the weights' digest, in the record's "model".
-  } else if (fs::is_directory(path)) {
+  } else if (fs::is_directory(given)) {
     p.files.push_back(
-        {"config.json", (fs::path(path) / "config.json").string()});
-    p.files.push_back(
-        {"model.safetensors", (fs::path(path) / "model.safetensors").string()});
+        {"config.json", (fs::path(given) / "config.json").string()});
+    p.files.push_back({"model.safetensors",
+                       (fs::path(given) / "model.safetensors").string()});
   } else {
-    p.files.push_back({"weights", path});
+    p.files.push_back({quantize ? "binary32 weights" : "weights", given});
   }
   p.files.push_back({"encoder.json", gpt2_dir + "/encoder.json"});
   p.files.push_back({"vocab.bpe", gpt2_dir + "/vocab.bpe"});
@@ -376,6 +414,13 @@ Action add_verify(CLI::App& app) {
                  "comma-separated thread counts for each cpu backend (0: all "
                  "cores); every count is run")
       ->capture_default_str();
+  app.add_option("--quant", a->options.quant,
+                 "none, or int8: quantize a binary32 model (folder, file or "
+                 "random:SIZE:SEED) to a temporary int8 file first, as "
+                 "`lockstep convert --quant int8` does, and verify that "
+                 "(an int8 file is verified as it is, without --quant)")
+      ->check(CLI::IsMember({"none", "int8"}))
+      ->capture_default_str();
   app.add_option("--completion-tokens", a->options.completion_tokens,
                  "greedy tokens per completion prompt")
       ->check(CLI::Range(0, 4096))
@@ -402,6 +447,9 @@ Action add_verify(CLI::App& app) {
       "  lockstep verify --model gpt2.lockstep --contexts 4 --max-length 64 "
       "--bundle ev\n"
       "  lockstep verify --model gpt2.lockstep --against ev\n"
+      "  lockstep verify --model gpt2-int8.lockstep --contexts 4 "
+      "--max-length 64\n"
+      "  lockstep verify --model random:124M:1 --quant int8 --contexts 2\n"
       "  lockstep verify --model random:124M:1 --contexts 2 --max-length 16\n"
       "    (a seeded random full-size GPT-2, generated on the fly: SIZE "
       "124M,\n    355M, 774M or 1558M)");

@@ -24,13 +24,10 @@ class Gpt2Runner {
  public:
   Gpt2Runner(const std::string& path, const Gpt2Weights& w,
              const std::string& backend, int threads, int max_prefix)
-      : threads_(backend == "wasm" || backend == "reference" ||
-                         w.quant == "int8"  // the int8 reference: 1 thread
-                     ? 1
-                     : threads > 0
-                           ? threads
-                           : int(std::max(
-                                 1u, std::thread::hardware_concurrency()))) {
+      : threads_(backend == "wasm" || backend == "reference" ? 1
+                 : threads > 0
+                     ? threads
+                     : int(std::max(1u, std::thread::hardware_concurrency()))) {
     if (backend == "wasm") {
       // An int8 file (docs/int8.md) runs on the module's int8 entries; the
       // host reads the file itself (hosts/node/checkpoint_q8.mjs).

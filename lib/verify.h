@@ -33,6 +33,10 @@ struct VerifyOptions {
   // Hash every named operation of the reference's layer pass (one more
   // reference pass per context).
   bool op_hashes = true;
+  // "int8": the command quantized a binary32 model to a temporary int8
+  // file first (lockstep verify --quant int8); recorded, and taken from
+  // the record by --against.
+  std::string quant = "none";
 };
 
 // One prompt: its tokens and where they came from.
@@ -121,7 +125,10 @@ using VerifyProgress =
     std::function<void(long done, long total, const std::string& status)>;
 
 // Runs the verification. `model_path` is what the wasm backend loads (a
-// packed file). Throws lockstep::Error for a backend that cannot be made.
+// packed file, or the int8 file). Int8 weights (w.quant "int8") run on the
+// int8 view of every backend and their operations are hashed by
+// reference_q8_op_hashes. Throws lockstep::Error for a backend that cannot be
+// made.
 VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
                         const std::vector<VerifyContext>& contexts,
                         const Tokenizer& tok, const VerifyOptions& o,
@@ -131,6 +138,19 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
 // weights): what run_verify records in `ops`.
 std::vector<NamedHash> reference_op_hashes(
     const ls_gpt2_config& c, const float* plain_weights, size_t words,
+    const std::vector<VerifyContext>& contexts);
+
+// The int8 reference's named operations over the contexts (int8 weights,
+// ls_gpt2_q8_bytes(c) bytes, docs/int8.md): core/ls_gpt2.c's layer pass on
+// the int8 model, observed at its embedding, its four projections (input
+// and output of each) and its head. The names are the binary32 ones
+// ("embed", "h<l>.ln1", "h<l>.qkv", "h<l>.att_out", "h<l>.proj",
+// "h<l>.ln2", "h<l>.fc", "h<l>.gelu", "h<l>.mlp_out", "ln_f", "logits");
+// the attention scores and probabilities and the residual sums are not
+// taps of this pass (core/ls_gpt2_q8.c has no observer; docs/verify.md
+// "int8").
+std::vector<NamedHash> reference_q8_op_hashes(
+    const ls_gpt2_config& c, const uint8_t* q8, size_t bytes,
     const std::vector<VerifyContext>& contexts);
 
 // The tap names of core/ls_gpt2.h in pass order ("ln1", ..., "logits").

@@ -9,11 +9,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "backends/backend.h"
 #include "formats/checkpoint.h"
+#include "formats/gpt2_q8.h"
 #include "formats/sha256.h"
 #include "lockstep/error.h"
 #include "lockstep_build_info.h"
@@ -183,9 +185,16 @@ std::string report_md(const json& rec) {
     << m.at("format").get<std::string>() << ", "
     << m.at("layout").get<std::string>() << "): " << c.at("n_layer")
     << " layers, n_embd " << c.at("n_embd") << ", " << c.at("n_head")
-    << " heads, n_ctx " << c.at("n_ctx") << ", vocabulary " << c.at("n_vocab")
-    << "; weights (plain layout) SHA-256 `"
-    << m.at("plain_sha256").get<std::string>() << "`.\n\n";
+    << " heads, n_ctx " << c.at("n_ctx") << ", vocabulary " << c.at("n_vocab");
+  if (m.value("quant", "f32") == "int8") {
+    o << "; int8 (q8g64) weights, payload SHA-256 `"
+      << m.at("payload_sha256").get<std::string>()
+      << "`, quantized from the binary32 weights of plain SHA-256 `"
+      << m.at("plain_sha256").get<std::string>() << "`.\n\n";
+  } else {
+    o << "; weights (plain layout) SHA-256 `"
+      << m.at("plain_sha256").get<std::string>() << "`.\n\n";
+  }
   o << "| contexts | positions | logits compared | cache words compared | "
        "mismatches |\n| ---: | ---: | ---: | ---: | ---: |\n| "
     << res.at("contexts") << " | " << res.at("positions") << " | "
@@ -273,6 +282,28 @@ std::string report_md(const json& rec) {
   return o.str();
 }
 
+// The weights a record ran: binary32 by their plain-layout SHA-256; int8
+// (docs/int8.md) by the int8 payload's SHA-256, which its one layout
+// makes the identity (the binary32 digest it was quantized from is shared
+// with the binary32 files of the model, so it cannot tell them apart).
+std::string weights_identity(const json& rec) {
+  const json& m = rec.at("model");
+  if (m.value("quant", "f32") == "int8") {
+    return "int8 with payload SHA-256 " +
+           m.at("payload_sha256").get<std::string>();
+  }
+  return "binary32 with SHA-256 " + m.at("plain_sha256").get<std::string>() +
+         " (plain layout)";
+}
+
+// "A, <other> B" when the records ran different weights.
+std::optional<std::string> weights_difference(const json& a, const json& b,
+                                              const std::string& other) {
+  const std::string ia = weights_identity(a), ib = weights_identity(b);
+  if (ia == ib) return std::nullopt;
+  return ia + ", " + other + " " + ib;
+}
+
 void write_text(const fs::path& p, const std::string& s) {
   write_file_atomic(p.string(), std::vector<uint8_t>(s.begin(), s.end()));
 }
@@ -294,11 +325,15 @@ json verify_record(const VerifyResult& r, const VerifyOptions& o,
                      {"backends", o.backends},
                      {"threads", o.threads},
                      {"completion_tokens", o.completion_tokens},
-                     {"op_hashes", o.op_hashes}};
+                     {"op_hashes", o.op_hashes},
+                     {"quant", o.quant}};
   const ls_gpt2_config& c = w.config;
+  const bool int8 = w.quant == "int8";
   rec["model"] = {{"given", p.model},
                   {"format", w.format},
-                  {"layout", gpt2_layout_name(w.layout)},
+                  {"quant", w.quant},
+                  {"layout", int8 ? std::string(kGpt2Q8Layout)
+                                  : std::string(gpt2_layout_name(w.layout))},
                   {"config",
                    {{"n_vocab", c.n_vocab},
                     {"n_ctx", c.n_ctx},
@@ -380,6 +415,9 @@ json read_verify_record(const std::string& path) {
     rec.at("settings").at("contexts").get<int>();
     rec.at("settings").at("seed").get<uint64_t>();
     rec.at("model").at("plain_sha256").get<std::string>();
+    if (rec.at("model").value("quant", "f32") == "int8") {
+      rec.at("model").at("payload_sha256").get<std::string>();
+    }
     rec.at("result").at("contexts_sha256").get<std::string>();
     hashes_of(rec.at("ops"));
     for (const auto& b : rec.at("backends")) {
@@ -402,6 +440,7 @@ VerifyOptions options_from_record(const json& rec) {
   o.seed = s.at("seed").get<uint64_t>();
   o.completion_tokens = s.at("completion_tokens").get<int>();
   o.op_hashes = s.at("op_hashes").get<bool>();
+  o.quant = s.value("quant", "none");  // records before int8: binary32
   return o;
 }
 
@@ -410,11 +449,8 @@ std::vector<std::string> compare_records(const json& before, const json& now) {
   const auto str = [](const json& j, const char* a, const char* b) {
     return j.at(a).at(b).get<std::string>();
   };
-  if (str(before, "model", "plain_sha256") !=
-      str(now, "model", "plain_sha256")) {
-    out.push_back("weights: the record's model has SHA-256 " +
-                  str(before, "model", "plain_sha256") + " (plain layout), " +
-                  "this one " + str(now, "model", "plain_sha256"));
+  if (auto d = weights_difference(before, now, "this one")) {
+    out.push_back("weights: the record's model is " + *d);
     return out;  // nothing else can agree
   }
   if (str(before, "result", "contexts_sha256") !=
@@ -457,11 +493,9 @@ std::vector<std::string> compare_records(const json& before, const json& now) {
 
 std::vector<std::string> bisect_records(const json& a, const json& b) {
   std::vector<std::string> out;
-  if (a.at("model").at("plain_sha256") != b.at("model").at("plain_sha256")) {
-    out.push_back("the weights differ (plain SHA-256 " +
-                  a.at("model").at("plain_sha256").get<std::string>() +
-                  " and " +
-                  b.at("model").at("plain_sha256").get<std::string>() + ")");
+  if (auto d = weights_difference(a, b, "the second's")) {
+    out.push_back("the weights differ (the first record's model is " + *d +
+                  ")");
   }
   if (a.at("result").at("contexts_sha256") !=
       b.at("result").at("contexts_sha256")) {

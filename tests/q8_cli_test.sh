@@ -50,6 +50,19 @@ plain=$("$bin" info --model "$tmp/p.lockstep" | awk '$1 == "payload_sha256" { pr
 expect 0 "binary32_plain_sha256 +$plain" -- info --model "$tmp/q.lockstep"
 expect 0 "dtype +int8" -- info --model "$tmp/q.lockstep"
 expect 0 "payload_vs_binary32 +0\.2" -- info --model "$tmp/q.lockstep"
+# The memory plan is the cpu session's (its int8 kernels), and --resident
+# measures one over the whole context, as for binary32.
+expect 0 "memory_bytes.backend +cpu-.* \(int8: " -- info --model "$tmp/q.lockstep"
+expect 0 "resident_bytes.after_full_context_prefill.rss +[1-9]" -- info --model "$tmp/q.lockstep" --resident
+/usr/bin/python3 - "$("$bin" info --model "$tmp/q.lockstep" --resident --json)" <<'EOF' && ok || bad "int8 info --resident content"
+import json, sys
+j = json.loads(sys.argv[1])
+r, m = j["resident_bytes"], j["memory_bytes"]
+assert "(int8: " in r["backend"], r
+assert r["session_plan_total"] == m["total"], (r, m)
+# The weights are mapped in place: file pages, not a copy.
+assert r["after_full_context_prefill"]["rss_file"] >= m["weights"] * 0.9, r
+EOF
 
 tokens=15496,11,616,1438,318,257,1332,13,4162,389,345,30
 expect 0 "" -- logits --model "$tmp/q.lockstep" --tokens $tokens --all-positions --backend reference --out "$tmp/ref.f32"

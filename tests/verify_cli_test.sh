@@ -4,7 +4,11 @@
 # has passes; the checked-in bundle (docs/evidence/hf-gpt2-A) is
 # reproduced with --against; an edited bundle is caught and bisected to the
 # edited layer and operation; dump's tensors have their shapes and its
-# logits are `lockstep logits`' bytes; bad input gets a message.
+# logits are `lockstep logits`' bytes; bad input gets a message. int8
+# (docs/int8.md): the fixture quantized by `convert --quant int8` passes on
+# every int8 backend, reproduces docs/evidence/hf-gpt2-A-int8 (from the
+# int8 file and, quantized on the fly, from the binary32 folder), is told
+# apart from the binary32 record, and a damaged int8 file is refused.
 # Usage: verify_cli_test.sh LOCKSTEP_BINARY REPO_ROOT
 set -u
 bin=$1
@@ -132,6 +136,59 @@ assert (np.abs(g - t("h0.gelu")) <= 1e-6 * np.maximum(1, np.abs(g))).all()
 logits = np.fromfile(sys.argv[2], dtype="<f4").reshape(5, 50257)
 assert t("logits").tobytes() == logits.tobytes()
 EOF
+
+# int8: the fixture quantized as a user would, then verified on every
+# backend that runs int8 (the int8 reference, each cpu ISA's int8 kernels
+# at 1 and 2 threads, wasm when built), with a bundle.
+expect 0 "^wrote " -- convert "$fixture" "$tmp/q.lockstep" --quant int8
+expect 0 "^lockstep verify: PASSED$" -- verify --model "$tmp/q.lockstep" \
+  --contexts 4 --max-length 16 --threads 1,2 --completion-tokens 4 \
+  --bundle "$tmp/q" --quiet
+/usr/bin/python3 - "$tmp/q/record.json" <<'EOF' && ok || bad "int8 record.json content"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"]["passed"] is True and r["result"]["mismatches"] == 0
+m = r["model"]
+assert m["quant"] == "int8" and m["layout"] == "q8panel64", m
+names = [b["name"] for b in r["backends"]]
+assert names[0] == "reference (int8)", names
+cpu = [b for b in r["backends"] if b["name"].startswith("cpu-")]
+assert cpu and all("(int8: " in b["name"] for b in cpu), names
+assert {b["threads"] for b in cpu} == {1, 2}, names
+assert len({b["logits_sha256"] for b in r["backends"]}) == 1
+ops = [h["name"] for h in r["ops"]]
+assert ops[:3] == ["embed", "h0.ln1", "h0.qkv"] and ops[-2:] == ["ln_f", "logits"], ops
+assert "h0.att_prob" not in ops and len(ops) == 3 + 8 * 2, ops
+assert r["ops"][-1]["sha256"] == r["backends"][0]["logits_sha256"]
+EOF
+grep -q "int8 (q8g64) weights, payload SHA-256" "$tmp/q/report.md" && ok || bad "int8 report.md"
+# The checked-in int8 record, from the converted file and from the folder
+# (quantized here because the record is int8).
+expect 0 "every digest agrees" -- verify --model "$tmp/q.lockstep" \
+  --against "$root/docs/evidence/hf-gpt2-A-int8" --quiet
+expect 0 "every digest agrees" -- verify --model "$fixture" \
+  --against "$root/docs/evidence/hf-gpt2-A-int8" --backends reference,cpu \
+  --quiet
+expect 0 "quantized here to int8" -- verify --model "$fixture" --quant int8 \
+  --contexts 1 --max-length 4 --backends cpu --completion-tokens 1 --quiet
+# int8 and binary32 are different weights: told apart, not compared.
+expect 1 "DIFFERS: weights: the record's model is binary32 .*, this one int8 with payload SHA-256" \
+  -- verify --model "$tmp/q.lockstep" --against "$tmp/a" --quiet
+expect 1 "^the weights differ .* is binary32 .* int8" -- bisect "$tmp/a" "$tmp/q"
+# A damaged int8 file: one payload byte flipped (the digest), a short file.
+cp "$tmp/q.lockstep" "$tmp/q-bad.lockstep"
+/usr/bin/python3 - "$tmp/q-bad.lockstep" <<'EOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[-100] ^= 0x01
+open(p, "wb").write(b)
+EOF
+expect nonzero "SHA-256|digest" -- verify --model "$tmp/q-bad.lockstep" --contexts 1 --quiet
+head -c 4096 "$tmp/q.lockstep" >"$tmp/q-short.lockstep"
+expect nonzero "q-short" -- verify --model "$tmp/q-short.lockstep" --contexts 1 --quiet
+expect nonzero "already an int8 file" -- verify --model "$tmp/q.lockstep" --quant int8 --quiet
+expect nonzero "--quant" -- verify --model "$fixture" --quant int4 --quiet
 
 # Bad input: a message and a non-zero exit.
 expect nonzero "bogus" -- verify --model "$fixture" --backends reference,bogus --contexts 1 --quiet

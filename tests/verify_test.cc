@@ -2,18 +2,29 @@
 // reference pass returns the unobserved bits and its taps are what they
 // say; the per-operation digests name the first layer and operation of an
 // injected one-ulp change; the comparer names position, layer, k/v and both
-// words of an injected bit flip; a run over the HF fixture passes.
+// words of an injected bit flip; a run over the HF fixture passes. The same
+// for int8 weights (docs/int8.md): the int8 pass's operation digests
+// (logits equal to the int8 prefill's, changes bisected to their
+// operation) and a run of the int8 fixture over the int8 reference and the
+// CPU engine's int8 kernels at several thread counts.
 #include "lib/verify.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
+#include "backends/backend.h"
 #include "formats/gpt2_checkpoint.h"
+#include "formats/gpt2_q8.h"
+#include "formats/sha256.h"
 #include "gpt2_test_util.h"
+#include "lockstep/error.h"
 #include "lockstep/paths.h"
+#include "ls_gpt2_q8.h"
 #include "tokenizer/bpe.h"
 
 namespace lockstep {
@@ -228,6 +239,128 @@ TEST(VerifyRun, HfFixtureReferenceAndCpuAgree) {
   }
   EXPECT_EQ(r.ops.back().name, "logits");
   EXPECT_EQ(r.ops.back().sha256, r.backends[0].logits_sha256);
+}
+
+// int8: n_embd a multiple of 64.
+constexpr ls_gpt2_config kSmallQ8 = {97, 24, 64, 4, 3};
+
+// A binary32 word of an int8 payload, one ulp up.
+std::vector<uint8_t> NudgedQ8(std::vector<uint8_t> q, size_t byte) {
+  float f;
+  std::memcpy(&f, q.data() + byte, 4);
+  f = std::nextafter(f, INFINITY);
+  std::memcpy(q.data() + byte, &f, 4);
+  return q;
+}
+
+TEST(VerifyQ8, OperationDigestsFollowTheInt8PassAndBisect) {
+  const ls_gpt2_config c = kSmallQ8;
+  const std::vector<float> f32 = random_gpt2_weights(c, 21);
+  const std::vector<uint8_t> q = quantize_gpt2_q8(c, f32.data());
+  const auto ctx = SmallContexts(c);
+  const auto base = reference_q8_op_hashes(c, q.data(), q.size(), ctx);
+  // embed, 8 taps per layer, ln_f, logits.
+  ASSERT_EQ(base.size(), size_t(3 + 8 * c.n_layer));
+  const std::vector<std::string> layer0 = {"h0.ln1",  "h0.qkv",    "h0.att_out",
+                                           "h0.proj", "h0.ln2",    "h0.fc",
+                                           "h0.gelu", "h0.mlp_out"};
+  EXPECT_EQ(base.front().name, "embed");
+  for (size_t i = 0; i < layer0.size(); ++i) {
+    EXPECT_EQ(base[1 + i].name, layer0[i]);
+  }
+  EXPECT_EQ(base[base.size() - 2].name, "ln_f");
+  EXPECT_EQ(base.back().name, "logits");
+  // The logits digest is that of the int8 prefill's every-position logits
+  // (ls_gpt2_q8_prefill, the core's entry) over the contexts.
+  Sha256Hasher want;
+  for (const auto& x : ctx) {
+    const int n = int(x.tokens.size());
+    std::vector<float> cache(ls_gpt2_cache_floats(&c));
+    std::vector<float> scratch(ls_gpt2_infer_scratch_floats(&c, n));
+    std::vector<float> logits(size_t(n) * size_t(c.n_vocab));
+    ASSERT_EQ(ls_gpt2_q8_prefill(&c, q.data(), q.size(), cache.data(),
+                                 cache.size(), 0, x.tokens.data(), n, 0, 1,
+                                 scratch.data(), scratch.size(), logits.data()),
+              LS_OK);
+    want.update(logits.data(), logits.size() * sizeof(float));
+  }
+  EXPECT_EQ(base.back().sha256, to_hex(want.finish()));
+  EXPECT_FALSE(first_difference(
+      base, reference_q8_op_hashes(c, q.data(), q.size(), ctx)));
+  // One-ulp changes of binary32 words of the payload, and one level of a
+  // quantized matrix, named by their operation.
+  const ls_gpt2_q8_block b1 = ls_gpt2_q8_block_offsets(&c, 1);
+  const ls_gpt2_q8_block b2 = ls_gpt2_q8_block_offsets(&c, 2);
+  struct Case {
+    std::vector<uint8_t> q;
+    const char* want;
+  };
+  std::vector<Case> cases = {
+      {NudgedQ8(q, b1.fc_b + 12), "h1.fc"},
+      {NudgedQ8(q, b2.ln1_g + 28), "h2.ln1"},
+      {NudgedQ8(q, b1.proj_b), "h1.proj"},
+      {NudgedQ8(q, ls_gpt2_q8_lnf_offset(&c) + 4), "ln_f"}};
+  std::vector<uint8_t> level = q;
+  auto& lv = reinterpret_cast<int8_t&>(level[b2.attn_w + 5]);
+  lv = int8_t(lv == 127 ? 126 : lv + 1);
+  cases.push_back({level, "h2.qkv"});
+  for (const Case& k : cases) {
+    const auto got = first_difference(
+        base, reference_q8_op_hashes(c, k.q.data(), k.q.size(), ctx));
+    ASSERT_TRUE(got) << k.want;
+    EXPECT_EQ(*got, k.want);
+  }
+  EXPECT_THROW(reference_q8_op_hashes(c, q.data(), q.size() - 64, ctx), Error);
+}
+
+TEST(VerifyQ8, HfFixtureInt8ReferenceAndCpuInt8Agree) {
+  const Gpt2Weights f32 =
+      load_gpt2(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/data/hf-gpt2-A");
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("verify_test_q8_" + std::to_string(getpid()) + ".lockstep"))
+          .string();
+  write_gpt2_q8(path, f32.config, f32.data());
+  const Gpt2Weights w = load_gpt2_q8(path);
+  std::filesystem::remove(path);  // mapped: the pages stay
+  ASSERT_EQ(w.quant, "int8");
+  const Tokenizer tok = Tokenizer::load(data_dir() + "/gpt2");
+  VerifyOptions o;
+  o.contexts = 3;
+  o.max_length = 12;
+  o.seed = 9;
+  // The int8 reference, the generic int8 table and the best this CPU has.
+  o.backends = {"reference", "cpu-generic", "cpu"};
+  o.threads = {1, 3};
+  o.completion_tokens = 4;
+  std::string text(8192, 'a');
+  for (size_t i = 0; i < text.size(); ++i) text[i] = " etaoinshrd\n"[i % 12];
+  const auto ctx = make_verify_contexts(w.config, tok, text, o);
+  const VerifyResult r = run_verify(w, "", ctx, tok, o);
+  EXPECT_EQ(r.mismatches, 0u) << (r.first ? r.first->describe() : "");
+  ASSERT_EQ(r.backends.size(), 5u);
+  EXPECT_EQ(r.backends[0].name, "reference (int8)");
+  EXPECT_EQ(r.backends[2].threads, 3);
+  EXPECT_NE(r.backends[1].name.find("int8"), std::string::npos)
+      << r.backends[1].name;
+  const size_t V = size_t(w.config.n_vocab);
+  const uint64_t P = r.positions;
+  EXPECT_EQ(r.logits_compared, (5 * (2 * P + 3) + 4 * P + P) * V);
+  for (const auto& b : r.backends) {
+    EXPECT_EQ(b.logits_sha256, r.backends[0].logits_sha256) << b.name;
+    EXPECT_FALSE(first_difference(b.cache, r.backends[0].cache)) << b.name;
+    EXPECT_EQ(b.completions[0].tokens, r.backends[0].completions[0].tokens);
+  }
+  ASSERT_EQ(r.ops.size(), size_t(3 + 8 * w.config.n_layer));
+  EXPECT_EQ(r.ops.back().sha256, r.backends[0].logits_sha256);
+  // Not binary32's: the same contexts on the binary32 weights give other
+  // logits.
+  VerifyOptions o32 = o;
+  o32.backends = {"reference"};
+  o32.completion_tokens = 0;
+  o32.op_hashes = false;
+  const VerifyResult r32 = run_verify(f32, "", ctx, tok, o32);
+  EXPECT_NE(r32.backends[0].logits_sha256, r.backends[0].logits_sha256);
 }
 
 }  // namespace

@@ -1,0 +1,581 @@
+// Certificates for the tiny binary64 models: docs/certify-tiny.md. Every
+// interval operation below rounds to nearest (the default mode; the build
+// has -ffp-contract=off) and then widens the result by one ulp each way:
+// the exact result lies within half an ulp of the rounded one, so the
+// widened interval contains it (also at overflow and in the subnormals).
+#include "lib/tiny_certify.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "lockstep/error.h"
+#include "ls_arith.h"
+#include "ls_ops64.h"
+#include "ls_tiny.h"
+
+namespace lockstep::tiny_certify {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The next binary64 above / below x (x not NaN).
+inline double up(double x) {
+  if (x == kInf) return x;
+  if (x == 0.0) return 0x1p-1074;
+  uint64_t b = std::bit_cast<uint64_t>(x);
+  b = x > 0 ? b + 1 : b - 1;
+  return std::bit_cast<double>(b);
+}
+inline double dn(double x) { return -up(-x); }
+
+inline Iv pt(double x) { return {x, x}; }
+// Every real within one ulp of x (a constant rounded to nearest).
+inline Iv ulp1(double x) { return {dn(x), up(x)}; }
+inline Iv add(Iv a, Iv b) { return {dn(a.lo + b.lo), up(a.hi + b.hi)}; }
+inline Iv sub(Iv a, Iv b) { return {dn(a.lo - b.hi), up(a.hi - b.lo)}; }
+inline Iv mulw(Iv a, double w) {
+  return w >= 0 ? Iv{dn(a.lo * w), up(a.hi * w)}
+                : Iv{dn(a.hi * w), up(a.lo * w)};
+}
+inline Iv mul(Iv a, Iv b) {
+  const double p1 = a.lo * b.lo, p2 = a.lo * b.hi, p3 = a.hi * b.lo,
+               p4 = a.hi * b.hi;
+  return {dn(std::min(std::min(p1, p2), std::min(p3, p4))),
+          up(std::max(std::max(p1, p2), std::max(p3, p4)))};
+}
+inline Iv sqr(Iv a) {
+  const double l = a.lo * a.lo, h = a.hi * a.hi;
+  if (a.lo >= 0) return {dn(l), up(h)};
+  if (a.hi <= 0) return {dn(h), up(l)};
+  return {0.0, up(std::max(l, h))};
+}
+// a / b for b.lo > 0.
+inline Iv divp(Iv a, Iv b) {
+  const double lo = a.lo >= 0 ? a.lo / b.hi : a.lo / b.lo;
+  const double hi = a.hi >= 0 ? a.hi / b.lo : a.hi / b.hi;
+  return {dn(lo), up(hi)};
+}
+inline Iv sqrtp(Iv a) {  // a.lo >= 0; IEEE sqrt is correctly rounded
+  return {dn(std::sqrt(a.lo)), up(std::sqrt(a.hi))};
+}
+inline Iv hull(Iv a, Iv b) {
+  return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
+}
+inline double mag(Iv a) { return std::max(-a.lo, a.hi); }
+
+// Real constants: eps = 10^-5, sqrt(2), sqrt(2/pi), 0.044715. Each binary64
+// below is the constant rounded to nearest (eps and sqrt(2) are the code's
+// own; sqrt(2/pi) and 0.044715 the GELU's, docs/numerics.md §2.2), so the
+// one-ulp interval around it contains the real constant.
+const Iv kEps = ulp1(0x1.4f8b588e368f1p-17);
+const Iv kSqrt2 = ulp1(0x1.6a09e667f3bcdp+0);
+const Iv kGeluC = ulp1(0x1.9884533d43651p-1);
+const Iv kGeluA = ulp1(0x1.6e4e26d4801f7p-5);
+// Upper bound of sqrt(3): |D[k]| / F(D) <= sqrt(3) for a mean-zero 4-vector.
+constexpr double kSqrt3Up = 0x1.bb67ae8584cabp+0;  // > sqrt(3)
+
+// The real LayerNorm (n = 4) over intervals, naively: each deviation is
+// written so that every input appears once, D[k] = (3 x[k] - sum_{i != k}
+// x[i]) / 4. Returns the enclosure of F = sqrt(var + eps) over the box.
+Iv layernorm_naive(const Iv* x, const double* g, const double* b, Iv* y) {
+  Iv d[4];
+  for (int k = 0; k < 4; ++k) {
+    Iv others{0.0, 0.0};
+    bool first = true;
+    for (int i = 0; i < 4; ++i) {
+      if (i == k) continue;
+      others = first ? x[i] : add(others, x[i]);
+      first = false;
+    }
+    d[k] = mulw(sub(mulw(x[k], 3.0), others), 0.25);
+  }
+  Iv s = sqr(d[0]);
+  for (int k = 1; k < 4; ++k) s = add(s, sqr(d[k]));
+  const Iv F = sqrtp(add(mulw(s, 0.25), kEps));
+  for (int k = 0; k < 4; ++k) {
+    Iv z = divp(d[k], F);
+    z.lo = std::max(z.lo, -kSqrt3Up);
+    z.hi = std::min(z.hi, kSqrt3Up);
+    y[k] = add(mulw(z, g[k]), pt(b[k]));
+  }
+  return F;
+}
+
+// The real LayerNorm over a box: the naive enclosure intersected with the
+// centred one. With c the box's centre and r its radii, z = D / F(D) and D
+// = x - mean(x): the Jacobian of D -> D / F(D) is (I - z z^T / 4) / F, of
+// 2-norm 1 / F, and x -> D is an orthogonal projection, so on the segment
+// from c to any x of the box (where F >= F.lo) |z_k(x) - z_k(c)| <=
+// ||x - c||_2 / F.lo (docs/certify-tiny.md, "LayerNorm's enclosure").
+void layernorm_iv(const Iv* x, const double* g, const double* b, Iv* y) {
+  const Iv F = layernorm_naive(x, g, b, y);
+  Iv c[4], yc[4];
+  double r2 = 0.0;
+  for (int k = 0; k < 4; ++k) {
+    const double m = 0.5 * x[k].lo + 0.5 * x[k].hi;
+    const double r = std::max(up(x[k].hi - m), up(m - x[k].lo));
+    r2 = up(r2 + up(r * r));
+    c[k] = pt(m);
+  }
+  layernorm_naive(c, g, b, yc);
+  const double rad = up(up(std::sqrt(r2)) / F.lo);
+  for (int k = 0; k < 4; ++k) {
+    const double e = up(rad * std::fabs(g[k]));
+    y[k].lo = std::max(y[k].lo, dn(yc[k].lo - e));
+    y[k].hi = std::min(y[k].hi, up(yc[k].hi + e));
+  }
+}
+
+// y[o] = sum_k x[k] W[k][o] (+ b[o]) for a Conv1D W, in intervals.
+void matvec_iv(const Iv* x, const double* w, const double* b, int n_in,
+               int n_out, Iv* y) {
+  for (int o = 0; o < n_out; ++o) {
+    Iv s = mulw(x[0], w[o]);
+    for (int k = 1; k < n_in; ++k) s = add(s, mulw(x[k], w[k * n_out + o]));
+    y[o] = b ? add(s, pt(b[o])) : s;
+  }
+}
+
+// The real softmax of interval scores: p[j] = E[j] / (E[j] + R[j]) with
+// E[i] = exp(S[i] - c) for any real c (here the largest upper end) and
+// R[j] = sum_{i != j} E[i]; increasing in E[j], decreasing in R[j].
+void softmax_iv(const Iv* s, int n, Iv* p, Iv* e) {
+  double c = s[0].hi;
+  for (int j = 1; j < n; ++j) c = std::max(c, s[j].hi);
+  double tlo = 0.0, thi = 0.0;
+  for (int j = 0; j < n; ++j) {
+    const Iv d = sub(s[j], pt(c));
+    e[j] = exp_iv(d);
+    tlo = dn(tlo + e[j].lo);
+    thi = up(thi + e[j].hi);
+  }
+  for (int j = 0; j < n; ++j) {
+    const double rlo = std::max(0.0, dn(tlo - e[j].lo));
+    const double rhi = std::max(0.0, up(thi - e[j].hi));
+    double lo = e[j].lo > 0 ? dn(e[j].lo / up(e[j].lo + rhi)) : 0.0;
+    double hi = e[j].hi > 0 ? up(e[j].hi / dn(e[j].hi + rlo)) : 0.0;
+    p[j] = {std::max(0.0, lo), std::min(1.0, hi)};
+  }
+}
+
+// The clipped copy of validated weights (the checked entry's clipping).
+std::vector<double> validated_clipped(int n_ctx, std::span<const double> w,
+                                      double bound) {
+  // The checked entry validates everything and reports any problem; a
+  // one-token call costs little.
+  const int32_t t0 = 0;
+  (void)tiny_logits(n_ctx, w, std::span<const int32_t>(&t0, 1), bound);
+  std::vector<double> c(w.begin(), w.end());
+  for (double& v : c) v = v > bound ? bound : (v < -bound ? -bound : v);
+  return c;
+}
+
+constexpr double kSqrtHeadDim = 0x1.6a09e667f3bcdp+0;  // ls_tiny.c's divisor
+
+}  // namespace
+
+double exp_lower(double z) {
+  if (z > 709.0) z = 709.0;  // exp is increasing
+  const double t = dn(ls_exp64(z) - 0x1p-1074);
+  if (t <= 0) return 0.0;
+  // exp(z) >= (c - eta) / (1 + rho) >= (c - eta)(1 - 2^-51).
+  return std::max(0.0, dn(t * (1.0 - 0x1p-51)));
+}
+
+double exp_upper(double z) {
+  if (z > 709.0) return kInf;
+  // exp(z) <= (c + eta) / (1 - rho) <= (c + eta)(1 + 2^-51).
+  return up(up(ls_exp64(z) + 0x1p-1074) * (1.0 + 0x1p-51));
+}
+
+// exp over [a, b]: for a narrow interval one ls_exp64 call, exp(b) =
+// exp(a) e^w <= exp(a) (1 + 2w) for w = b - a <= 1.
+Iv exp_iv(Iv d) {
+  const double w = up(d.hi - d.lo);
+  if (d.hi > 709.0 || !(w <= 0x1p-20))
+    return {exp_lower(d.lo), exp_upper(d.hi)};
+  const double c = ls_exp64(d.lo);
+  const double t = dn(c - 0x1p-1074);
+  const double lo = t <= 0 ? 0.0 : std::max(0.0, dn(t * (1.0 - 0x1p-51)));
+  const double hi =
+      up(up(up(c + 0x1p-1074) * (1.0 + 0x1p-51)) * up(1.0 + up(2.0 * w)));
+  return {lo, hi};
+}
+
+// G(x) = (x / 2) W(U), W(U) = 1 + tanh(U) = 2 / (1 + exp(-2U)) increasing
+// in U, U = C (x + A x^3).
+Iv gelu_enclosure(Iv x) {
+  const Iv x3 = mul(sqr(x), x);
+  const Iv U = mul(kGeluC, add(x, mul(kGeluA, x3)));
+  const Iv e = exp_iv({-2.0 * U.hi, -2.0 * U.lo});
+  const double wlo = dn(2.0 / up(1.0 + e.hi));
+  const double whi = up(2.0 / dn(1.0 + e.lo));
+  const Iv W{std::max(0.0, wlo), std::min(whi, up(2.0))};
+  return mul(mulw(x, 0.5), W);
+}
+
+Certificate certify_tiny(int n_ctx, std::span<const double> weights,
+                         std::span<const int32_t> tokens, double bound) {
+  Certificate c;
+  c.computed = tiny_logits(n_ctx, weights, tokens, bound);  // validates
+  const std::vector<double> w = validated_clipped(n_ctx, weights, bound);
+  const ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
+  const int n = int(tokens.size());
+  std::vector<Iv> X(size_t(n) * 4), QKV(size_t(n) * 12);
+  Iv h[4];
+  for (int t = 0; t < n; ++t) {
+    Iv* x = &X[size_t(t) * 4];
+    for (int i = 0; i < 4; ++i)
+      x[i] = add(pt(w[L.wte + size_t(tokens[t]) * 4 + i]),
+                 pt(w[L.wpe + size_t(t) * 4 + i]));
+    layernorm_iv(x, &w[L.ln1_g], &w[L.ln1_b], h);
+    matvec_iv(h, &w[L.qkv_w], nullptr, 4, 12, &QKV[size_t(t) * 12]);
+  }
+  const int t = n - 1;
+  const Iv* q = &QKV[size_t(t) * 12];
+  std::vector<Iv> S(n), P(n), E(n);
+  Iv a[4];
+  for (int head = 0; head < 2; ++head) {
+    for (int j = 0; j < n; ++j) {
+      const Iv* k = &QKV[size_t(j) * 12 + 4 + head * 2];
+      S[j] =
+          divp(add(mul(q[head * 2], k[0]), mul(q[head * 2 + 1], k[1])), kSqrt2);
+    }
+    softmax_iv(S.data(), n, P.data(), E.data());
+    for (int d = 0; d < 2; ++d) {
+      Iv acc{0.0, 0.0};
+      for (int j = 0; j < n; ++j)
+        acc = add(acc, mul(P[j], QKV[size_t(j) * 12 + 8 + head * 2 + d]));
+      a[head * 2 + d] = acc;
+    }
+  }
+  Iv y[4], x1[4], f[8], x2[4], logit[256];
+  matvec_iv(a, &w[L.proj_w], &w[L.proj_b], 4, 4, y);
+  for (int i = 0; i < 4; ++i) x1[i] = add(X[size_t(t) * 4 + i], y[i]);
+  layernorm_iv(x1, &w[L.ln2_g], &w[L.ln2_b], h);
+  matvec_iv(h, &w[L.fc_w], &w[L.fc_b], 4, 8, f);
+  for (Iv& v : f) v = gelu_enclosure(v);
+  matvec_iv(f, &w[L.out_w], &w[L.out_b], 8, 4, y);
+  for (int i = 0; i < 4; ++i) x2[i] = add(x1[i], y[i]);
+  layernorm_iv(x2, &w[L.lnf_g], &w[L.lnf_b], h);
+  matvec_iv(h, &w[L.head_w], &w[L.head_b], 4, 256, logit);
+  for (int o = 0; o < 256; ++o) {
+    c.real[o] = logit[o];
+    const double v = c.computed[o];
+    c.bound[o] = std::max(up(v - logit[o].lo), up(logit[o].hi - v));
+    c.max_bound = std::max(c.max_bound, c.bound[o]);
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------- sweep
+
+Tiny4Sweep::Tiny4Sweep(std::span<const double> weights, double bound)
+    : w_(validated_clipped(4, weights, bound)), rows_(4 * 256) {
+  const ls_tiny_layout L = ls_tiny_layout_for(4);
+  const double* w = w_.data();
+  for (int t = 0; t < 4; ++t) {
+    for (int b = 0; b < 256; ++b) {
+      Row& r = rows_[size_t(t) * 256 + b];
+      // The engine's lines (core/ls_tiny.c §4.1-4.2), the same calls.
+      double h[4], qkv[12];
+      for (int i = 0; i < 4; ++i)
+        r.x[i] = w[L.wte + size_t(b) * 4 + i] + w[L.wpe + size_t(t) * 4 + i];
+      ls_layernorm64(r.x, w + L.ln1_g, w + L.ln1_b, 4, h);
+      ls_matvec64(h, w + L.qkv_w, 0, 4, 12, qkv);
+      for (int i = 0; i < 4; ++i) {
+        r.q[i] = qkv[i], r.k[i] = qkv[4 + i], r.v[i] = qkv[8 + i];
+      }
+      Iv H[4], QKV[12];
+      for (int i = 0; i < 4; ++i)
+        r.X[i] = add(pt(w[L.wte + size_t(b) * 4 + i]),
+                     pt(w[L.wpe + size_t(t) * 4 + i]));
+      layernorm_iv(r.X, w + L.ln1_g, w + L.ln1_b, H);
+      matvec_iv(H, w + L.qkv_w, nullptr, 4, 12, QKV);
+      for (int i = 0; i < 4; ++i) {
+        r.Q[i] = QKV[i], r.K[i] = QKV[4 + i], r.V[i] = QKV[8 + i];
+      }
+    }
+  }
+  for (int k = 0; k < 4; ++k) {
+    colmax_[k] = 0.0;
+    for (int o = 0; o < 256; ++o)
+      colmax_[k] = std::max(colmax_[k], std::fabs(w[L.head_w + k * 256 + o]));
+  }
+  bmax_ = 0.0;
+  for (int o = 0; o < 256; ++o)
+    bmax_ = std::max(bmax_, std::fabs(w[L.head_b + o]));
+}
+
+// The last position (t = 3) from its rows: the engine's tail in
+// core/ls_tiny.c's order and calls (h: ln_f's output), and the interval
+// tail (H).
+void Tiny4Sweep::tail(const Row* rows[4], double* h, Iv* H) const {
+  const ls_tiny_layout L = ls_tiny_layout_for(4);
+  const double* w = w_.data();
+  const Row& last = *rows[3];
+  // Computed.
+  double v[16], score[4], a[4], y[4], x[4], f[8];
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 4; ++i) v[j * 4 + i] = rows[j]->v[i];
+  for (int head = 0; head < 2; ++head) {
+    for (int j = 0; j < 4; ++j)
+      score[j] = ls_dot64(last.q + head * 2, rows[j]->k + head * 2, 2, 1) /
+                 kSqrtHeadDim;
+    ls_softmax64(score, 4, score);
+    ls_weighted_sum64(score, v + head * 2, 4, 4, 2, a + head * 2);
+  }
+  ls_matvec64(a, w + L.proj_w, w + L.proj_b, 4, 4, y);
+  for (int i = 0; i < 4; ++i) x[i] = last.x[i] + y[i];
+  double hh[4];
+  ls_layernorm64(x, w + L.ln2_g, w + L.ln2_b, 4, hh);
+  ls_matvec64(hh, w + L.fc_w, w + L.fc_b, 4, 8, f);
+  for (int i = 0; i < 8; ++i) f[i] = ls_gelu64(f[i]);
+  ls_matvec64(f, w + L.out_w, w + L.out_b, 8, 4, y);
+  for (int i = 0; i < 4; ++i) x[i] = x[i] + y[i];
+  ls_layernorm64(x, w + L.lnf_g, w + L.lnf_b, 4, h);
+  // Real, in intervals.
+  Iv S[4], P[4], E[4], A[4], Y[4], X1[4], F[8], X2[4], HH[4];
+  for (int head = 0; head < 2; ++head) {
+    for (int j = 0; j < 4; ++j)
+      S[j] = divp(add(mul(last.Q[head * 2], rows[j]->K[head * 2]),
+                      mul(last.Q[head * 2 + 1], rows[j]->K[head * 2 + 1])),
+                  kSqrt2);
+    softmax_iv(S, 4, P, E);
+    for (int d = 0; d < 2; ++d) {
+      Iv acc{0.0, 0.0};
+      for (int j = 0; j < 4; ++j)
+        acc = add(acc, mul(P[j], rows[j]->V[head * 2 + d]));
+      A[head * 2 + d] = acc;
+    }
+  }
+  matvec_iv(A, w + L.proj_w, w + L.proj_b, 4, 4, Y);
+  for (int i = 0; i < 4; ++i) X1[i] = add(last.X[i], Y[i]);
+  layernorm_iv(X1, w + L.ln2_g, w + L.ln2_b, HH);
+  matvec_iv(HH, w + L.fc_w, w + L.fc_b, 4, 8, F);
+  for (Iv& z : F) z = gelu_enclosure(z);
+  matvec_iv(F, w + L.out_w, w + L.out_b, 8, 4, Y);
+  for (int i = 0; i < 4; ++i) X2[i] = add(X1[i], Y[i]);
+  layernorm_iv(X2, w + L.lnf_g, w + L.lnf_b, H);
+}
+
+// The head, for all logits at once. With h~ the engine's ln_f output and
+// H[k] an enclosure of the real one: |real_o - computed_o| <= sum_k
+// |W[k][o]| |H_k - h~_k| + |computed_o - (h~ . W[:, o] + b_o)|, the second
+// at most gamma(5) (sum_k |h~_k||W[k][o]| + |b_o|) (+ 5 * 2^-1074 for
+// underflow; Higham §3.1, the bias as a fifth term). Bounding |W[k][o]| by
+// its column maximum makes it one number for all o.
+double Tiny4Sweep::input_bound(const std::array<int32_t, 4>& tok,
+                               TinyLogits* logits) const {
+  const Row* rows[4];
+  for (int t = 0; t < 4; ++t) rows[t] = &rows_[size_t(t) * 256 + tok[t]];
+  double h[4];
+  Iv H[4];
+  tail(rows, h, H);
+  if (logits) {
+    const ls_tiny_layout L = ls_tiny_layout_for(4);
+    ls_matvec64(h, w_.data() + L.head_w, w_.data() + L.head_b, 4, 256,
+                logits->data());
+  }
+  constexpr double kGamma5 = 5.6e-16;  // >= 5u / (1 - 5u)
+  double spread = 0.0, size = bmax_;
+  for (int k = 0; k < 4; ++k) {
+    const double r = std::max(up(H[k].hi - h[k]), up(h[k] - H[k].lo));
+    spread = up(spread + up(r * colmax_[k]));
+    size = up(size + up(std::fabs(h[k]) * colmax_[k]));
+  }
+  return up(up(spread + up(kGamma5 * size)) + 0x1p-1070);
+}
+
+Tiny4Sweep::Result Tiny4Sweep::run(
+    int first, int last, int stride, int offset, int threads,
+    const std::function<void(long, long)>& progress) const {
+  if (first < 0 || last > 65536 || first > last || stride < 1 || offset < 0 ||
+      offset >= stride || threads < 1)
+    throw Error("certify-tiny: bad sweep range");
+  std::vector<int> units;
+  for (int u = first; u < last; ++u)
+    if (u % stride == offset) units.push_back(u);
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex mu;
+  Result total;
+  auto worker = [&] {
+    Result r;
+    for (;;) {
+      const size_t i = next.fetch_add(1);
+      if (i >= units.size()) break;
+      const int u = units[i];
+      std::array<int32_t, 4> tok{u >> 8, u & 255, 0, 0};
+      for (int b2 = 0; b2 < 256; ++b2) {
+        tok[2] = b2;
+        for (int b3 = 0; b3 < 256; ++b3) {
+          tok[3] = b3;
+          const double e = input_bound(tok);
+          ++r.inputs;
+          r.sum_bound += e;
+          if (e > 1e-9) ++r.over_goal;
+          if (e > r.max_bound || r.inputs == 1) r.max_bound = e, r.worst = tok;
+        }
+      }
+      done.fetch_add(1);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (r.inputs && (r.max_bound > total.max_bound || total.inputs == 0))
+      total.max_bound = r.max_bound, total.worst = r.worst;
+    total.inputs += r.inputs;
+    total.sum_bound += r.sum_bound;
+    total.over_goal += r.over_goal;
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
+  while (progress && done.load() < units.size()) {
+    progress(long(done.load()), long(units.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& th : pool) th.join();
+  if (progress) progress(long(units.size()), long(units.size()));
+  return total;
+}
+
+// ------------------------------------------------------- a-priori bound
+
+namespace {
+
+// Upper-bound arithmetic on non-negative reals: each result rounded up.
+struct Up {
+  double v;
+};
+inline Up operator+(Up a, Up b) { return {up(a.v + b.v)}; }
+inline Up operator*(Up a, Up b) { return {up(a.v * b.v)}; }
+inline Up operator/(Up a, double lower) { return {up(a.v / lower)}; }
+inline Up umin(Up a, Up b) { return {std::min(a.v, b.v)}; }
+
+constexpr double kU = 0x1p-53;
+Up gamma(int k) {  // k u / (1 - k u), rounded up
+  return {up(up(k * kU) / dn(1.0 - k * kU))};
+}
+
+// sup |G'(x)| over the reals, certified: interval evaluation of G'(x) =
+// W/2 + (x/2) W (2 - W) C (1 + 3 A x^2) (W = 1 + tanh U) on 2400 pieces of
+// [-12, 12]; beyond, |G'| <= 1 + 2e-6 (hand: docs/certify-tiny.md).
+double gelu_lipschitz() {
+  double m = 1.0 + 2e-6;
+  const int pieces = 2400;
+  for (int i = 0; i < pieces; ++i) {
+    const Iv x{-12.0 + 24.0 * i / pieces, -12.0 + 24.0 * (i + 1) / pieces};
+    // The piece ends are within an ulp of the decimal ones; widen.
+    const Iv xx{dn(x.lo), up(x.hi)};
+    const Iv U = mul(kGeluC, add(xx, mul(kGeluA, mul(sqr(xx), xx))));
+    const double wlo = dn(2.0 / up(1.0 + exp_upper(-2.0 * U.lo)));
+    const double whi = up(2.0 / dn(1.0 + exp_lower(-2.0 * U.hi)));
+    const Iv W{std::max(0.0, wlo), std::min(whi, 2.0)};
+    const Iv Uprime =
+        mul(kGeluC, add(pt(1.0), mulw(mul(kGeluA, sqr(xx)), 3.0)));
+    const Iv term = mul(mul(mulw(xx, 0.5), mul(W, sub(pt(2.0), W))), Uprime);
+    const Iv d = add(mulw(W, 0.5), term);
+    m = std::max(m, mag(d));
+  }
+  return m;
+}
+
+}  // namespace
+
+Apriori apriori_bound(double B, int n_ctx) {
+  if (!(B >= 0.0 && B <= 10.0))
+    throw Error("certify-tiny: the bound B must be in [0, 10]");
+  if (n_ctx < 1 || n_ctx > 128)
+    throw Error(
+        "certify-tiny: n_ctx must be in [1, 128] for the a-priori "
+        "bound (the softmax lemma's range)");
+  Apriori out;
+  const Up b{B}, u{kU}, zero{0.0};
+  const Up sqrt3{kSqrt3Up};
+  const double sqrt_eps_lo = dn(std::sqrt(dn(1e-5)));  // <= sqrt(10^-5)
+  const Up inv_sqrt2{up(1.0 / dn(std::sqrt(2.0)))};
+  auto stage = [&](const char* name, Up M, Up E) {
+    out.stages.push_back({name, M.v, E.v});
+  };
+  // Generic matvec, n inputs, |W|, |b| <= B: y = x W (+ b).
+  auto matvec = [&](Up M, Up E, int n, bool bias, Up* My) {
+    const Up nn{double(n)};
+    const Up Mc = M + E;  // computed input magnitude
+    *My = nn * M * b + (bias ? b : zero);
+    const Up round =
+        gamma(bias ? n + 1 : n) * (nn * Mc * b + (bias ? b : zero));
+    return (round + nn * b * E + Up{0x1p-1060});
+  };
+  // LayerNorm: M_out = (sqrt 3 + 1) B; error from the input error E (the
+  // real Lipschitz bound 1.5 (1 + sqrt 3) B / sqrt(eps)) and the rounding
+  // of the computed input of magnitude <= R (docs/certify-tiny.md, L1-L5).
+  auto layernorm = [&](Up M, Up E, Up* Mo) {
+    const Up R = M + E;
+    const Up em = gamma(3) * R + Up{0x1p-1074};
+    const Up e = em + u * (R + R + em);
+    // L3 with the 2-norm Lipschitz bound of D -> D / F(D) (1 / sqrt(eps)):
+    // ||d - D||_2 <= 2 e.
+    const Up eZ = Up{2.0} * e / sqrt_eps_lo +
+                  Up{2.0} * (Up{5.03e-16} + u + Up{5.03e-16} * u);
+    const Up Zc = sqrt3 + eZ;
+    const Up round = b * eZ + u * b * Zc + u * (b * Zc * Up{1.0 + 2 * kU} + b) +
+                     Up{0x1p-1070};
+    // The real LayerNorm is (B / sqrt(eps))-Lipschitz from the 2-norm to
+    // the 2-norm, so 2 B / sqrt(eps) from the max-norm to the max-norm.
+    const Up lip = Up{2.0} * b / sqrt_eps_lo;
+    *Mo = (sqrt3 + Up{1.0}) * b;
+    // The computed output is at most 3.0000001 B whatever its input
+    // (|d~[k]| / F(d~) <= 2, then three roundings), the real one (1 +
+    // sqrt 3) B: their difference at most the sum.
+    return umin(round + lip * E, *Mo + Up{3.0000001} * b);
+  };
+  // x0 = wte + wpe.
+  Up Mx0 = b + b, Ex0 = u * Mx0;
+  stage("x0 = wte + wpe", Mx0, Ex0);
+  Up Mh, Eh = layernorm(Mx0, Ex0, &Mh);
+  stage("ln_1", Mh, Eh);
+  Up Mq, Eq = matvec(Mh, Eh, 4, false, &Mq);
+  stage("q, k, v", Mq, Eq);
+  // Scores s = (q . k) / sqrt 2, computed RN(RN(RN(q0k0) + RN(q1k1)) / sq).
+  const Up Mqc = Mq + Eq;
+  const Up dotc = Up{2.0} * Mqc * Mqc * (Up{1.0} + gamma(2));
+  const Up Es = (gamma(2) * Up{2.0} * Mqc * Mqc * inv_sqrt2 +
+                 Up{3.0} * u * dotc * inv_sqrt2 +
+                 Up{2.0} * (Eq * Mqc + Mq * Eq) * inv_sqrt2 + Up{0x1p-1070});
+  stage("scores", Up{2.0} * Mq * Mq * inv_sqrt2, Es);
+  // Softmax and the weighted sum of v.
+  const Up esm{n_ctx <= 4 ? 1.228e-15 : 2.006e-14};
+  const Up nn{double(n_ctx)};
+  const Up Mvc = Mq + Eq;
+  const Up Ea = (gamma(n_ctx) * (Up{1.0} + nn * esm) * Mvc + nn * esm * Mvc +
+                 umin(Up{2.0} * Es, Up{2.0}) * Mvc + Eq + Up{0x1p-1060});
+  stage("attention output", Mq, Ea);
+  Up My, Ey = matvec(Mq, Ea, 4, true, &My);
+  stage("c_proj", My, Ey);
+  Up Mx1 = Mx0 + My;
+  Up Ex1 = (Ex0 + Ey + u * (Mx0 + Ex0 + My + Ey));
+  stage("x1 = x0 + c_proj", Mx1, Ex1);
+  Up Mh2, Eh2 = layernorm(Mx1, Ex1, &Mh2);
+  stage("ln_2", Mh2, Eh2);
+  Up Mf, Ef = matvec(Mh2, Eh2, 4, true, &Mf);
+  stage("c_fc", Mf, Ef);
+  out.gelu_lipschitz = gelu_lipschitz();
+  const Up Eg = (Up{1.5e-14} + Up{out.gelu_lipschitz} * Ef);
+  stage("gelu", Mf, Eg);
+  Up My2, Ey2 = matvec(Mf, Eg, 8, true, &My2);
+  stage("mlp c_proj", My2, Ey2);
+  Up Mx2 = Mx1 + My2;
+  Up Ex2 = (Ex1 + Ey2 + u * (Mx1 + Ex1 + My2 + Ey2));
+  stage("x2 = x1 + mlp", Mx2, Ex2);
+  Up Mhf, Ehf = layernorm(Mx2, Ex2, &Mhf);
+  stage("ln_f", Mhf, Ehf);
+  Up Ml, El = matvec(Mhf, Ehf, 4, true, &Ml);
+  stage("logits", Ml, El);
+  out.bound = El.v;
+  return out;
+}
+
+}  // namespace lockstep::tiny_certify

@@ -1,0 +1,341 @@
+// Issue 14, model-level certificates for the tiny models
+// (docs/certify-tiny.md): the interval evaluation encloses a 256-bit MPFR
+// evaluation of the real model (seeded random weights clipped to several
+// B, random inputs, and the shipped checkpoints); the computed logits are
+// the engine's bits; every certified bound, the a-priori bound (a)
+// included, is at least every observed |computed - real|.
+#include "lib/tiny_certify.h"
+
+#include <gtest/gtest.h>
+#include <mpfr.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lockstep/error.h"
+#include "lockstep/tiny.h"
+#include "ls_tiny.h"
+
+namespace lockstep {
+namespace {
+
+namespace tc = tiny_certify;
+
+// A 256-bit MPFR real with value semantics (round to nearest).
+class R {
+ public:
+  R() { mpfr_init2(v_, 256), mpfr_set_zero(v_, 1); }
+  R(double d) { mpfr_init2(v_, 256), mpfr_set_d(v_, d, MPFR_RNDN); }
+  explicit R(const char* s) {
+    mpfr_init2(v_, 256), mpfr_set_str(v_, s, 10, MPFR_RNDN);
+  }
+  R(const R& o) { mpfr_init2(v_, 256), mpfr_set(v_, o.v_, MPFR_RNDN); }
+  R& operator=(const R& o) {
+    mpfr_set(v_, o.v_, MPFR_RNDN);
+    return *this;
+  }
+  ~R() { mpfr_clear(v_); }
+  friend R operator+(const R& a, const R& b) {
+    R r;
+    mpfr_add(r.v_, a.v_, b.v_, MPFR_RNDN);
+    return r;
+  }
+  friend R operator-(const R& a, const R& b) {
+    R r;
+    mpfr_sub(r.v_, a.v_, b.v_, MPFR_RNDN);
+    return r;
+  }
+  friend R operator*(const R& a, const R& b) {
+    R r;
+    mpfr_mul(r.v_, a.v_, b.v_, MPFR_RNDN);
+    return r;
+  }
+  friend R operator/(const R& a, const R& b) {
+    R r;
+    mpfr_div(r.v_, a.v_, b.v_, MPFR_RNDN);
+    return r;
+  }
+  friend bool operator>(const R& a, const R& b) {
+    return mpfr_greater_p(a.v_, b.v_);
+  }
+  R exp() const {
+    R r;
+    mpfr_exp(r.v_, v_, MPFR_RNDN);
+    return r;
+  }
+  R sqrt() const {
+    R r;
+    mpfr_sqrt(r.v_, v_, MPFR_RNDN);
+    return r;
+  }
+  static R pi() {
+    R r;
+    mpfr_const_pi(r.v_, MPFR_RNDN);
+    return r;
+  }
+  // lo <= this <= hi
+  bool within(double lo, double hi) const {
+    return mpfr_cmp_d(v_, lo) >= 0 && mpfr_cmp_d(v_, hi) <= 0;
+  }
+  // |this - d|, rounded up to binary64.
+  double dist(double d) const {
+    R r;
+    mpfr_sub_d(r.v_, v_, d, MPFR_RNDN);
+    mpfr_abs(r.v_, r.v_, MPFR_RNDN);
+    return mpfr_get_d(r.v_, MPFR_RNDU);
+  }
+
+ private:
+  mpfr_t v_;
+};
+
+// The real model (docs/certify-tiny.md "The real model") on clipped
+// weights: logits of the last of the tokens.
+std::vector<R> real_logits(int n_ctx, const std::vector<double>& w,
+                           const std::vector<int32_t>& tok) {
+  const ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
+  const R eps("0.00001"), A("0.044715");
+  const R C = (R(2.0) / R::pi()).sqrt(), sqrt2 = R(2.0).sqrt();
+  auto layernorm = [&](const std::vector<R>& x, size_t g, size_t b) {
+    R mean = (x[0] + x[1] + x[2] + x[3]) / R(4.0), var;
+    std::vector<R> y(4);
+    for (int k = 0; k < 4; ++k) var = var + (x[k] - mean) * (x[k] - mean);
+    const R F = (var / R(4.0) + eps).sqrt();
+    for (int k = 0; k < 4; ++k)
+      y[k] = (x[k] - mean) / F * R(w[g + k]) + R(w[b + k]);
+    return y;
+  };
+  auto matvec = [&](const std::vector<R>& x, size_t wo, size_t bo, int n_in,
+                    int n_out, bool bias) {
+    std::vector<R> y(n_out);
+    for (int o = 0; o < n_out; ++o) {
+      R s;
+      for (int k = 0; k < n_in; ++k) s = s + x[k] * R(w[wo + k * n_out + o]);
+      y[o] = bias ? s + R(w[bo + o]) : s;
+    }
+    return y;
+  };
+  const int n = int(tok.size());
+  std::vector<std::vector<R>> X(n), QKV(n);
+  for (int t = 0; t < n; ++t) {
+    X[t].resize(4);
+    for (int i = 0; i < 4; ++i)
+      X[t][i] = R(w[L.wte + tok[t] * 4 + i]) + R(w[L.wpe + t * 4 + i]);
+    QKV[t] =
+        matvec(layernorm(X[t], L.ln1_g, L.ln1_b), L.qkv_w, 0, 4, 12, false);
+  }
+  const int t = n - 1;
+  std::vector<R> a(4);
+  for (int h = 0; h < 2; ++h) {
+    std::vector<R> s(n);
+    for (int j = 0; j < n; ++j)
+      s[j] = (QKV[t][2 * h] * QKV[j][4 + 2 * h] +
+              QKV[t][2 * h + 1] * QKV[j][4 + 2 * h + 1]) /
+             sqrt2;
+    R m = s[0], sum;
+    for (int j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
+    for (int j = 0; j < n; ++j) sum = sum + (s[j] - m).exp();
+    for (int j = 0; j < n; ++j) {
+      const R p = (s[j] - m).exp() / sum;
+      a[2 * h] = a[2 * h] + p * QKV[j][8 + 2 * h];
+      a[2 * h + 1] = a[2 * h + 1] + p * QKV[j][8 + 2 * h + 1];
+    }
+  }
+  std::vector<R> y = matvec(a, L.proj_w, L.proj_b, 4, 4, true), x1(4), x2(4);
+  for (int i = 0; i < 4; ++i) x1[i] = X[t][i] + y[i];
+  std::vector<R> f =
+      matvec(layernorm(x1, L.ln2_g, L.ln2_b), L.fc_w, L.fc_b, 4, 8, true);
+  // x/2 (1 + tanh U) = x / (1 + exp(-2U)): no cancellation for x << 0.
+  for (R& v : f) v = v / (R(1.0) + (R(-2.0) * C * (v + A * v * v * v)).exp());
+  y = matvec(f, L.out_w, L.out_b, 8, 4, true);
+  for (int i = 0; i < 4; ++i) x2[i] = x1[i] + y[i];
+  return matvec(layernorm(x2, L.lnf_g, L.lnf_b), L.head_w, L.head_b, 4, 256,
+                true);
+}
+
+std::vector<double> clipped(const std::vector<double>& w, double B) {
+  std::vector<double> c = w;
+  for (double& v : c) v = std::clamp(v, -B, B);
+  return c;
+}
+
+TinyModel shipped(const char* name) {
+  return load_tiny(std::string(LOCKSTEP_SOURCE_DIR) + "/models/" + name +
+                   ".lockstep");
+}
+
+// Checks one certificate against MPFR; returns the largest observed error.
+double check_certificate(int n_ctx, const std::vector<double>& w, double B,
+                         const std::vector<int32_t>& tok) {
+  const tc::Certificate c = tc::certify_tiny(n_ctx, w, tok, B);
+  const TinyLogits engine = tiny_logits(n_ctx, w, tok, B);
+  const std::vector<R> ref = real_logits(n_ctx, clipped(w, B), tok);
+  double observed = 0.0;
+  for (int o = 0; o < 256; ++o) {
+    EXPECT_EQ(c.computed[o], engine[o]);
+    EXPECT_TRUE(ref[o].within(c.real[o].lo, c.real[o].hi))
+        << "logit " << o << " B " << B << " n " << tok.size();
+    const double e = ref[o].dist(c.computed[o]);
+    EXPECT_LE(e, c.bound[o]) << "logit " << o;
+    observed = std::max(observed, e);
+  }
+  EXPECT_LE(c.max_bound, *std::max_element(c.bound.begin(), c.bound.end()));
+  return observed;
+}
+
+TEST(TinyCertify, ExpEnclosuresHoldAgainstMpfr) {
+  std::mt19937_64 rng(14);
+  std::uniform_real_distribution<double> d(-760.0, 720.0);
+  for (int i = 0; i < 2000; ++i) {
+    const double z =
+        i < 4 ? std::array<double, 4>{0.0, -745.2, 709.5, 1e-300}[i] : d(rng);
+    const R e = R(z).exp();
+    EXPECT_TRUE(e.within(tc::exp_lower(z), tc::exp_upper(z))) << z;
+  }
+}
+
+TEST(TinyCertify, GeluEnclosureHoldsAgainstMpfr) {
+  std::mt19937_64 rng(15);
+  std::uniform_real_distribution<double> d(-30.0, 30.0);
+  const R C = (R(2.0) / R::pi()).sqrt(), A("0.044715");
+  for (int i = 0; i < 2000; ++i) {
+    const double lo = d(rng) * (i % 3 == 0 ? 40 : 1);
+    const double hi = lo + std::fabs(lo) * 1e-13;
+    const double x = lo + (hi - lo) * 0.37;
+    const R r = R(x);
+    const R g = r / (R(1.0) + (R(-2.0) * C * (r + A * r * r * r)).exp());
+    const tc::Iv G = tc::gelu_enclosure({lo, hi});
+    EXPECT_TRUE(g.within(G.lo, G.hi)) << x;
+  }
+}
+
+// Random weights clipped to B, random inputs: enclosure, engine bits, and
+// the per-logit, sweep and a-priori bounds above every observed error.
+TEST(TinyCertify, RandomWeightsEncloseMpfrRealModel) {
+  std::mt19937_64 rng(2026);
+  for (int n_ctx : {4, 16}) {
+    const size_t words = ls_tiny_layout_for(n_ctx).total;
+    for (double B : {0.5, 1.0, 2.0, 5.0, 10.0}) {
+      std::uniform_real_distribution<double> d(-1.5 * B, 1.5 * B);
+      std::vector<double> w(words);
+      for (double& v : w) v = d(rng);
+      const tc::Apriori ap = tc::apriori_bound(B, n_ctx);
+      double observed = 0.0;
+      for (int rep = 0; rep < 3; ++rep) {
+        std::vector<int32_t> tok(1 + rng() % n_ctx);
+        for (int32_t& b : tok) b = int32_t(rng() % 256);
+        observed = std::max(observed, check_certificate(n_ctx, w, B, tok));
+      }
+      EXPECT_GE(ap.bound, observed) << "B " << B;
+      if (n_ctx == 4) {
+        const tc::Tiny4Sweep sweep(w, B);
+        for (int rep = 0; rep < 3; ++rep) {
+          std::array<int32_t, 4> t4;
+          for (int32_t& b : t4) b = int32_t(rng() % 256);
+          TinyLogits got;
+          const double bound = sweep.input_bound(t4, &got);
+          const std::vector<int32_t> tv(t4.begin(), t4.end());
+          const TinyLogits engine = tiny_logits(4, w, tv, B);
+          const std::vector<R> ref = real_logits(4, clipped(w, B), tv);
+          for (int o = 0; o < 256; ++o) {
+            ASSERT_EQ(got[o], engine[o]) << o;
+            EXPECT_LE(ref[o].dist(engine[o]), bound) << o << " B " << B;
+            EXPECT_LE(ref[o].dist(engine[o]), ap.bound);
+          }
+        }
+      }
+      std::printf("n_ctx %d B %g: observed %.3e, a-priori %.3e\n", n_ctx, B,
+                  observed, ap.bound);
+    }
+  }
+}
+
+TEST(TinyCertify, ShippedTiny4PerInputAndStridedSweep) {
+  const TinyModel m = shipped("tiny4");
+  std::mt19937_64 rng(4);
+  const tc::Tiny4Sweep sweep(m.weights, 10.0);
+  for (int rep = 0; rep < 6; ++rep) {
+    std::array<int32_t, 4> t4;
+    for (int32_t& b : t4) b = int32_t(rng() % 256);
+    const std::vector<int32_t> tv(t4.begin(), t4.end());
+    check_certificate(4, m.weights, 10.0, tv);
+    const std::vector<R> ref = real_logits(4, m.weights, tv);
+    TinyLogits got;
+    const double bound = sweep.input_bound(t4, &got);
+    EXPECT_LT(bound, 1e-9);
+    for (int o = 0; o < 256; ++o) {
+      ASSERT_EQ(got[o], tiny_logits(m, tv, 10.0)[o]);
+      EXPECT_LE(ref[o].dist(got[o]), bound);
+    }
+  }
+  // CI's strided subset: 2 of the 65536 two-byte prefixes, 131072 inputs.
+  const tc::Tiny4Sweep::Result r = sweep.run(0, 65536, 32768, 7, 2);
+  EXPECT_EQ(r.inputs, 131072u);
+  // Not every input meets the goal 1e-9 (docs/certify-tiny.md, results):
+  // the bits are the same everywhere, so these counts are too.
+  EXPECT_LT(r.max_bound, 1e-8);
+  EXPECT_GT(r.max_bound, 0.0);
+  EXPECT_LT(r.over_goal, 100u);
+  EXPECT_LT(r.sum_bound / double(r.inputs), 1e-10);
+  const double at_worst = sweep.input_bound(r.worst);
+  EXPECT_EQ(at_worst, r.max_bound);
+  std::printf(
+      "tiny4 strided: %llu inputs, max bound %.3e, mean %.3e, %llu "
+      "above 1e-9\n",
+      (unsigned long long)r.inputs, r.max_bound, r.sum_bound / double(r.inputs),
+      (unsigned long long)r.over_goal);
+}
+
+TEST(TinyCertify, ShippedTiny64And128OnShakespeare) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) +
+                   "/data/tinyshakespeare.txt");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  ASSERT_GT(text.size(), 100000u);
+  for (const char* name : {"tiny64", "tiny128"}) {
+    const TinyModel m = shipped(name);
+    for (size_t at : {size_t(0), size_t(54321)}) {
+      std::vector<int32_t> tok;
+      for (int k = 0; k < m.n_ctx; ++k) tok.push_back(uint8_t(text[at + k]));
+      check_certificate(m.n_ctx, m.weights, 10.0, tok);
+      EXPECT_LT(tc::certify_tiny(m.n_ctx, m.weights, tok, 10.0).max_bound, 1e-9)
+          << name;
+    }
+  }
+}
+
+TEST(TinyCertify, AprioriGrowsWithBAndRejectsBadInput) {
+  double prev = 0.0;
+  for (double B : {0.5, 1.0, 2.0, 5.0, 10.0}) {
+    const tc::Apriori ap = tc::apriori_bound(B, 4);
+    EXPECT_TRUE(std::isfinite(ap.bound));
+    EXPECT_GE(ap.bound, prev);
+    prev = ap.bound;
+    EXPECT_GT(ap.gelu_lipschitz, 1.12);
+    EXPECT_LT(ap.gelu_lipschitz, 1.2);
+  }
+  EXPECT_THROW(tc::apriori_bound(10.5, 4), Error);
+  EXPECT_THROW(tc::apriori_bound(std::nan(""), 4), Error);
+  const TinyModel m = shipped("tiny4");
+  const std::vector<int32_t> bad = {1, 256};
+  EXPECT_THROW(tc::certify_tiny(4, m.weights, bad, 10.0), Error);
+  EXPECT_THROW(tc::certify_tiny(4, m.weights, {}, 10.0), Error);
+  const std::vector<int32_t> five = {1, 2, 3, 4, 5};
+  EXPECT_THROW(tc::certify_tiny(4, m.weights, five, 10.0), Error);
+  EXPECT_THROW(tc::certify_tiny(4, m.weights, std::vector<int32_t>{1}, 11.0),
+               Error);
+  EXPECT_THROW(tc::Tiny4Sweep(shipped("tiny64").weights, 10.0), Error);
+  const tc::Tiny4Sweep sweep(m.weights, 10.0);
+  EXPECT_THROW(sweep.run(0, 65537, 1, 0, 1), Error);
+}
+
+}  // namespace
+}  // namespace lockstep
