@@ -22,6 +22,7 @@ Action add_verify(CLI::App& app);
 Action add_bisect(CLI::App& app);
 Action add_dump(CLI::App& app);
 Action add_serve(CLI::App& app);
+Action add_certify(CLI::App& app);
 Action add_serve_web(CLI::App& app);
 
 }  // namespace lockstep::cli

@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
       lockstep::cli::add_dump);
   add("serve", "an OpenAI-style HTTP server with reproducible completions",
       lockstep::cli::add_serve);
+  add("certify", "prove GPT-2 greedy choices are the real model's argmax",
+      lockstep::cli::add_certify);
   add("serve-web", "the browser page (WebAssembly and WebGPU) on 127.0.0.1",
       lockstep::cli::add_serve_web);
   // A write to a closed pipe fails with EPIPE instead of killing the
