@@ -1,9 +1,10 @@
-// The real GPT-2 in binary64 intervals with outward rounding, and the
+// The real GPT-2 in interval arithmetic with outward rounding, and the
 // certificate of a greedy choice (lib/certify.h, docs/certify.md). Read it
 // as core/ls_gpt2.c over intervals: embeddings, then per block the
 // attention inputs, the attention, the block tail, then the final
-// LayerNorm and the head. Every step is an enclosure of the real
-// operation; docs/certify.md gives the soundness argument of each.
+// LayerNorm (MPFR intervals of P bits) and the head (binary64 intervals,
+// iv::). Every step is an enclosure of the real operation;
+// docs/certify.md §2 gives the soundness argument of each.
 #include "lib/certify.h"
 
 #include <mpfr.h>
@@ -329,10 +330,11 @@ void big_matvec(BigVec& x, size_t xo, const float* W, const float* bias, int K,
   }
 }
 
-// Real LayerNorm (the dependency-aware form of the binary64 version above
-// ... see layernorm64 in docs/certify.md): d_k = ((n-1) x_k - R_k) / n with
-// R_k = S - x_k from S's bounds; var = sum d_k^2 / n; y = d / sqrt(var +
-// eps) * g + b.
+// Real LayerNorm, dependency-aware (docs/certify.md §2, item 8): with S =
+// sum x, d_k = ((n-1) x_k - R_k) / n where R_k = S - x_k is formed from
+// S's bounds (S.lo - x_k.lo is a lower bound of the other terms' sum), so
+// x_k is not counted twice; var = sum d_k^2 / n (squares, not products);
+// y = d / sqrt(var + eps) * g + b.
 void big_layernorm(BigVec& x, const float* gain, const float* bias, int n,
                    BigVec& d, BigVec& y, Big& g) {
   Mp *Sl = g.t.lo(0), *Sh = g.t.hi(0), *Vl = g.t.lo(1), *Vh = g.t.hi(1);

@@ -6,13 +6,14 @@
 // binary32 weights and token ids: real exp, real tanh, real square root
 // and division, GELU with the real constants sqrt(2/pi) and 0.044715, and
 // LayerNorm's eps = 10^-5. IntervalGpt2 encloses that model's values in
-// binary64 intervals with outward rounding (each operation rounded to
-// nearest, then widened by one ulp on each side; exp and tanh by MPFR with
-// directed rounding on the endpoints), so every interval contains the real
-// value. certify_choice then proves that the real model's argmax is a
-// given token: its logit's lower bound exceeds every other upper bound
-// (or, for the few tokens whose bounds overlap, the enclosure of the
-// logit difference is positive).
+// intervals with outward rounding: the blocks in MPFR intervals of P bits
+// (every endpoint operation rounded down or up by MPFR; exp and tanh are
+// increasing, so taken at the endpoints), the head in binary64 intervals
+// (each operation rounded to nearest, then widened by one ulp on each
+// side), so every interval contains the real value. certify_choice then proves
+// that the real model's argmax is a given token: its logit's lower bound
+// exceeds every other upper bound (or, for the few tokens whose bounds overlap,
+// the enclosure of the logit difference is positive).
 #ifndef LOCKSTEP_LIB_CERTIFY_H_
 #define LOCKSTEP_LIB_CERTIFY_H_
 
