@@ -69,6 +69,17 @@ assert n == s["certified"] and abs(s["fraction"] - n / 8) < 1e-12
 assert n == 8, n
 assert s["max_width"] < 1e-9, s
 PY
+# A packed panel64 file of the same weights (unpacked for the interval
+# model): the same record, position for position.
+"$bin" convert "$fixture" "$tmp/fx.lockstep" >/dev/null 2>&1 || bad "convert failed"
+"$bin" certify --model "$tmp/fx.lockstep" --text 'Hello, my dog is cute' \
+  --generate 8 --json --quiet >"$tmp/p.json" || bad "certify on a packed file failed"
+if python3 - "$tmp/c.json" "$tmp/p.json" <<'PY'; then ok; else bad "packed file's record"; fi
+import json, sys
+a = json.load(open(sys.argv[1]))["positions"]
+b = json.load(open(sys.argv[2]))["positions"]
+assert a == b, (a, b)
+PY
 # --all-positions: every prompt position is one more choice.
 "$bin" certify --model "$fixture" --tokens 15496,11,616,3290,318 \
   --all-positions --generate 3 --json --quiet >"$tmp/a.json" ||
