@@ -15,6 +15,30 @@ def short(goal):
     return re.sub(r"^typed_(lockstep_)?", "", goal)
 
 
+def goal_class(goal):
+    """The kind of a goal, from WP's name."""
+    for key, name in (
+        ("rte_mem_access", "RTE: memory access"),
+        ("rte_index_bound", "RTE: array index"),
+        ("rte_signed_overflow", "RTE: signed overflow"),
+        ("rte_float_to_int", "RTE: float to int"),
+        ("rte_signed_downcast", "RTE: signed downcast"),
+        ("rte_", "RTE: other"),
+        ("loop_variant", "termination (loop variant)"),
+        ("loop_assigns", "loop assigns"),
+        ("assigns", "assigns"),
+        ("loop_invariant", "loop invariant"),
+        ("requires", "callee precondition"),
+        ("order_ensures", "order (spec's operations)"),
+        ("ensures", "postcondition"),
+        ("assert", "assertion (annotation)"),
+        ("lemma", "lemma"),
+    ):
+        if key in goal:
+            return name
+    return "other"
+
+
 def parse_log(path, fct):
     goals = {}
     last = None
@@ -74,6 +98,7 @@ def main():
     failures = []
     rows = []
     out_lines = []
+    classes = {}
     for fct in fcts:
         seen = parse_log(os.path.join(work, fct + ".log"), fct)
         exp = expected.get(fct, {})
@@ -120,6 +145,12 @@ def main():
                     print(f"  UNPROVED  (expected proved) {goal}: {detail}")
                     failures.append(f"{fct} {goal}: not proved ({detail})")
                     out_lines.append(f"{fct} {goal} unproved TODO")
+            c = classes.setdefault(goal_class(goal), [0, 0, 0])
+            c[0] += 1
+            if status == "proved":
+                c[1] += 1
+            elif e and e[0] == "external":
+                c[2] += 1
             if e is None:
                 failures.append(f"{fct} {goal}: not listed in expected.txt")
         for goal in sorted(set(exp) - set(seen)):
@@ -136,6 +167,11 @@ def main():
     print(f"{'total':<28} {tp:>7} {tg:>6} {to:>5} {tf:>5}")
     print("(open: not proved, and listed as such in proofs/expected.txt with"
           " the reason)")
+    print()
+    print(f"{'goal class':<30} {'goals':>6} {'in WP':>6} {'external':>9}")
+    for name in sorted(classes):
+        g, p, x = classes[name]
+        print(f"{name:<30} {g:>6} {p:>6} {x:>9}")
 
     if write_expected:
         with open(write_expected, "w", encoding="utf-8") as f:
