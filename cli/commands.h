@@ -24,6 +24,7 @@ Action add_dump(CLI::App& app);
 Action add_serve(CLI::App& app);
 Action add_certify(CLI::App& app);
 Action add_serve_web(CLI::App& app);
+Action add_certify_tiny(CLI::App& app);
 
 }  // namespace lockstep::cli
 

@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
       lockstep::cli::add_certify);
   add("serve-web", "the browser page (WebAssembly and WebGPU) on 127.0.0.1",
       lockstep::cli::add_serve_web);
+  add("certify-tiny", "certified bounds on the tiny models' logit errors",
+      lockstep::cli::add_certify_tiny);
   // A write to a closed pipe fails with EPIPE instead of killing the
   // process mid-write; cli/output.h ends every command the same way then.
   std::signal(SIGPIPE, SIG_IGN);

@@ -5,6 +5,8 @@
 // widened interval contains it (also at overflow and in the subnormals).
 #include "lib/tiny_certify.h"
 
+#include <mpfr.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -22,6 +24,7 @@ namespace lockstep::tiny_certify {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kGoal = 1e-9;  // issue 14's goal per logit
 
 // The next binary64 above / below x (x not NaN).
 inline double up(double x) {
@@ -163,6 +166,263 @@ void softmax_iv(const Iv* s, int n, Iv* p, Iv* e) {
   }
 }
 
+// One position's embedding, ln_1 and q, k, v enclosed in MPFR intervals
+// with directed roundings at 256 bits (lower ends rounded down, upper ends
+// up, at every step), then converted to binary64 outward: the rows are
+// within an ulp or two of the real values, however ill-conditioned ln_1
+// is at them (a LayerNorm input of small variance). Same formulas as
+// layernorm_naive.
+class MpIv {
+ public:
+  MpIv() { mpfr_init2(lo, 256), mpfr_init2(hi, 256); }
+  ~MpIv() { mpfr_clear(lo), mpfr_clear(hi); }
+  MpIv(const MpIv&) = delete;
+  MpIv& operator=(const MpIv&) = delete;
+  mpfr_t lo, hi;
+};
+// r = a * w (+ b) for binary64 w (and b); r may be a.
+void mp_mul_add(MpIv& r, const MpIv& a, double w, const double* b) {
+  MpIv t;
+  if (w >= 0) {
+    mpfr_mul_d(t.lo, a.lo, w, MPFR_RNDD), mpfr_mul_d(t.hi, a.hi, w, MPFR_RNDU);
+  } else {
+    mpfr_mul_d(t.lo, a.hi, w, MPFR_RNDD), mpfr_mul_d(t.hi, a.lo, w, MPFR_RNDU);
+  }
+  if (b) {
+    mpfr_add_d(t.lo, t.lo, *b, MPFR_RNDD),
+        mpfr_add_d(t.hi, t.hi, *b, MPFR_RNDU);
+  }
+  mpfr_set(r.lo, t.lo, MPFR_RNDD), mpfr_set(r.hi, t.hi, MPFR_RNDU);
+}
+void row_enclosure(const double* te, const double* pe, const double* g,
+                   const double* b, const double* W, Iv* X, Iv* QKV) {
+  MpIv x[4], d[4], y[4], s, F, t, eps;
+  mpfr_set_str(eps.lo, "1e-5", 10, MPFR_RNDD);
+  mpfr_set_str(eps.hi, "1e-5", 10, MPFR_RNDU);
+  for (int k = 0; k < 4; ++k) {
+    mpfr_set_d(x[k].lo, te[k], MPFR_RNDD);
+    mpfr_add_d(x[k].lo, x[k].lo, pe[k], MPFR_RNDD);
+    mpfr_set_d(x[k].hi, te[k], MPFR_RNDU);
+    mpfr_add_d(x[k].hi, x[k].hi, pe[k], MPFR_RNDU);
+    X[k] = {mpfr_get_d(x[k].lo, MPFR_RNDD), mpfr_get_d(x[k].hi, MPFR_RNDU)};
+  }
+  mpfr_set_zero(s.lo, 1), mpfr_set_zero(s.hi, 1);
+  for (int k = 0; k < 4; ++k) {
+    // d = (3 x[k] - sum_{i != k} x[i]) / 4
+    mpfr_mul_ui(d[k].lo, x[k].lo, 3, MPFR_RNDD);
+    mpfr_mul_ui(d[k].hi, x[k].hi, 3, MPFR_RNDU);
+    for (int i = 0; i < 4; ++i) {
+      if (i == k) continue;
+      mpfr_sub(d[k].lo, d[k].lo, x[i].hi, MPFR_RNDD);
+      mpfr_sub(d[k].hi, d[k].hi, x[i].lo, MPFR_RNDU);
+    }
+    mpfr_div_ui(d[k].lo, d[k].lo, 4, MPFR_RNDD);
+    mpfr_div_ui(d[k].hi, d[k].hi, 4, MPFR_RNDU);
+    // s += d^2
+    if (mpfr_sgn(d[k].lo) >= 0) {
+      mpfr_sqr(t.lo, d[k].lo, MPFR_RNDD), mpfr_sqr(t.hi, d[k].hi, MPFR_RNDU);
+    } else if (mpfr_sgn(d[k].hi) <= 0) {
+      mpfr_sqr(t.lo, d[k].hi, MPFR_RNDD), mpfr_sqr(t.hi, d[k].lo, MPFR_RNDU);
+    } else {
+      mpfr_set_zero(t.lo, 1);
+      mpfr_sqr(t.hi, d[k].lo, MPFR_RNDU), mpfr_sqr(F.hi, d[k].hi, MPFR_RNDU);
+      mpfr_max(t.hi, t.hi, F.hi, MPFR_RNDU);
+    }
+    mpfr_add(s.lo, s.lo, t.lo, MPFR_RNDD),
+        mpfr_add(s.hi, s.hi, t.hi, MPFR_RNDU);
+  }
+  mpfr_div_ui(F.lo, s.lo, 4, MPFR_RNDD), mpfr_div_ui(F.hi, s.hi, 4, MPFR_RNDU);
+  mpfr_add(F.lo, F.lo, eps.lo, MPFR_RNDD),
+      mpfr_add(F.hi, F.hi, eps.hi, MPFR_RNDU);
+  mpfr_sqrt(F.lo, F.lo, MPFR_RNDD), mpfr_sqrt(F.hi, F.hi, MPFR_RNDU);
+  for (int k = 0; k < 4; ++k) {  // y = (d / F) g + b, F > 0
+    mpfr_div(y[k].lo, d[k].lo, mpfr_sgn(d[k].lo) >= 0 ? F.hi : F.lo, MPFR_RNDD);
+    mpfr_div(y[k].hi, d[k].hi, mpfr_sgn(d[k].hi) >= 0 ? F.lo : F.hi, MPFR_RNDU);
+    mp_mul_add(y[k], y[k], g[k], &b[k]);
+  }
+  for (int o = 0; o < 12; ++o) {
+    MpIv acc, p;
+    mpfr_set_zero(acc.lo, 1), mpfr_set_zero(acc.hi, 1);
+    for (int k = 0; k < 4; ++k) {
+      mp_mul_add(p, y[k], W[k * 12 + o], nullptr);
+      mpfr_add(acc.lo, acc.lo, p.lo, MPFR_RNDD);
+      mpfr_add(acc.hi, acc.hi, p.hi, MPFR_RNDU);
+    }
+    QKV[o] = {mpfr_get_d(acc.lo, MPFR_RNDD), mpfr_get_d(acc.hi, MPFR_RNDU)};
+  }
+}
+
+// MPFR intervals with value semantics (256 bits, directed roundings),
+// for the second pass: the whole model of one input, used where the
+// binary64 boxes give a bound above the goal.
+class MI {
+ public:
+  MI() { init(), mpfr_set_zero(lo, 1), mpfr_set_zero(hi, 1); }
+  explicit MI(double a) {
+    init(), mpfr_set_d(lo, a, MPFR_RNDD), mpfr_set_d(hi, a, MPFR_RNDU);
+  }
+  explicit MI(const char* dec) {
+    init(), mpfr_set_str(lo, dec, 10, MPFR_RNDD);
+    mpfr_set_str(hi, dec, 10, MPFR_RNDU);
+  }
+  MI(const MI& o) {
+    init(), mpfr_set(lo, o.lo, MPFR_RNDD), mpfr_set(hi, o.hi, MPFR_RNDU);
+  }
+  MI& operator=(const MI& o) {
+    if (this != &o)
+      mpfr_set(lo, o.lo, MPFR_RNDD), mpfr_set(hi, o.hi, MPFR_RNDU);
+    return *this;
+  }
+  ~MI() { mpfr_clear(lo), mpfr_clear(hi); }
+  Iv iv() const {
+    return {mpfr_get_d(lo, MPFR_RNDD), mpfr_get_d(hi, MPFR_RNDU)};
+  }
+  mpfr_t lo, hi;
+
+ private:
+  void init() { mpfr_init2(lo, 256), mpfr_init2(hi, 256); }
+};
+MI operator+(const MI& a, const MI& b) {
+  MI r;
+  mpfr_add(r.lo, a.lo, b.lo, MPFR_RNDD), mpfr_add(r.hi, a.hi, b.hi, MPFR_RNDU);
+  return r;
+}
+MI operator-(const MI& a, const MI& b) {
+  MI r;
+  mpfr_sub(r.lo, a.lo, b.hi, MPFR_RNDD), mpfr_sub(r.hi, a.hi, b.lo, MPFR_RNDU);
+  return r;
+}
+// Each end product enclosed by its two directed roundings; the range of
+// a b over the box is within their min and max.
+MI operator*(const MI& a, const MI& b) {
+  MI r, t;
+  const mpfr_srcptr x[2] = {a.lo, a.hi}, y[2] = {b.lo, b.hi};
+  bool first = true;
+  for (auto* u : x) {
+    for (auto* v : y) {
+      mpfr_mul(t.lo, u, v, MPFR_RNDD), mpfr_mul(t.hi, u, v, MPFR_RNDU);
+      if (first || mpfr_less_p(t.lo, r.lo)) mpfr_set(r.lo, t.lo, MPFR_RNDD);
+      if (first || mpfr_greater_p(t.hi, r.hi)) mpfr_set(r.hi, t.hi, MPFR_RNDU);
+      first = false;
+    }
+  }
+  return r;
+}
+MI divp(const MI& a, const MI& b) {  // b.lo > 0
+  MI r;
+  mpfr_div(r.lo, a.lo, mpfr_sgn(a.lo) >= 0 ? b.hi : b.lo, MPFR_RNDD);
+  mpfr_div(r.hi, a.hi, mpfr_sgn(a.hi) >= 0 ? b.lo : b.hi, MPFR_RNDU);
+  return r;
+}
+MI sqr(const MI& a) {
+  MI r = a * a;
+  if (mpfr_sgn(r.lo) < 0) mpfr_set_zero(r.lo, 1);
+  return r;
+}
+MI sqrtm(const MI& a) {  // a.lo >= 0
+  MI r;
+  mpfr_sqrt(r.lo, a.lo, MPFR_RNDD), mpfr_sqrt(r.hi, a.hi, MPFR_RNDU);
+  return r;
+}
+MI expm(const MI& a) {  // exp is increasing
+  MI r;
+  mpfr_exp(r.lo, a.lo, MPFR_RNDD), mpfr_exp(r.hi, a.hi, MPFR_RNDU);
+  return r;
+}
+MI pi_mi() {
+  MI r;
+  mpfr_const_pi(r.lo, MPFR_RNDD), mpfr_const_pi(r.hi, MPFR_RNDU);
+  return r;
+}
+
+void layernorm_mi(const MI* x, const double* g, const double* b, MI* y) {
+  MI d[4], s;
+  for (int k = 0; k < 4; ++k) {
+    MI others;
+    for (int i = 0; i < 4; ++i)
+      if (i != k) others = others + x[i];
+    d[k] = (MI(3.0) * x[k] - others) * MI(0.25);
+    s = s + sqr(d[k]);
+  }
+  const MI F = sqrtm(s * MI(0.25) + MI("1e-5"));
+  for (int k = 0; k < 4; ++k) y[k] = divp(d[k], F) * MI(g[k]) + MI(b[k]);
+}
+void matvec_mi(const MI* x, const double* w, const double* b, int n_in,
+               int n_out, MI* y) {
+  for (int o = 0; o < n_out; ++o) {
+    MI s;
+    for (int k = 0; k < n_in; ++k) s = s + x[k] * MI(w[k * n_out + o]);
+    y[o] = b ? s + MI(b[o]) : s;
+  }
+}
+
+// The real model of one input, the last position's ln_f output, in MPFR
+// intervals (no shift is needed in the softmax: MPFR's exponent range).
+void real_tail_mi(const double* w, int n_ctx, const int32_t* tok, int n,
+                  MI* hf) {
+  const ls_tiny_layout L = ls_tiny_layout_for(n_ctx);
+  std::vector<MI> X(size_t(n) * 4), QKV(size_t(n) * 12);
+  MI h[4];
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < 4; ++i)
+      X[size_t(t) * 4 + i] = MI(w[L.wte + size_t(tok[t]) * 4 + i]) +
+                             MI(w[L.wpe + size_t(t) * 4 + i]);
+    layernorm_mi(&X[size_t(t) * 4], w + L.ln1_g, w + L.ln1_b, h);
+    matvec_mi(h, w + L.qkv_w, nullptr, 4, 12, &QKV[size_t(t) * 12]);
+  }
+  const int t = n - 1;
+  const MI sqrt2 = sqrtm(MI(2.0));
+  MI a[4];
+  std::vector<MI> E(n);
+  for (int head = 0; head < 2; ++head) {
+    for (int j = 0; j < n; ++j)
+      E[j] = expm(divp(
+          QKV[size_t(t) * 12 + 2 * head] * QKV[size_t(j) * 12 + 4 + 2 * head] +
+              QKV[size_t(t) * 12 + 2 * head + 1] *
+                  QKV[size_t(j) * 12 + 4 + 2 * head + 1],
+          sqrt2));
+    MI total;
+    for (int j = 0; j < n; ++j) total = total + E[j];
+    for (int j = 0; j < n; ++j) {
+      // p = E / (E + R), R = total - E at each end (R >= 0).
+      MI R, p, den;
+      mpfr_sub(R.lo, total.lo, E[j].lo, MPFR_RNDD);
+      mpfr_sub(R.hi, total.hi, E[j].hi, MPFR_RNDU);
+      if (mpfr_sgn(R.lo) < 0) mpfr_set_zero(R.lo, 1);
+      mpfr_add(den.hi, E[j].lo, R.hi, MPFR_RNDU);
+      mpfr_div(p.lo, E[j].lo, den.hi, MPFR_RNDD);
+      mpfr_add(den.lo, E[j].hi, R.lo, MPFR_RNDD);
+      mpfr_div(p.hi, E[j].hi, den.lo, MPFR_RNDU);
+      for (int d = 0; d < 2; ++d)
+        a[2 * head + d] =
+            a[2 * head + d] + p * QKV[size_t(j) * 12 + 8 + 2 * head + d];
+    }
+  }
+  MI y[4], x1[4], f[8];
+  matvec_mi(a, w + L.proj_w, w + L.proj_b, 4, 4, y);
+  for (int i = 0; i < 4; ++i) x1[i] = X[size_t(t) * 4 + i] + y[i];
+  layernorm_mi(x1, w + L.ln2_g, w + L.ln2_b, h);
+  matvec_mi(h, w + L.fc_w, w + L.fc_b, 4, 8, f);
+  const MI C = sqrtm(divp(MI(2.0), pi_mi())), A("0.044715");
+  for (MI& v : f) {
+    // G = (x / 2) W, W = 2 / (1 + exp(-2U)) increasing in U.
+    const MI U = C * (v + A * (v * v * v));
+    MI W, e;
+    mpfr_mul_si(e.hi, U.lo, -2, MPFR_RNDU);
+    mpfr_exp(e.hi, e.hi, MPFR_RNDU);
+    mpfr_add_ui(e.hi, e.hi, 1, MPFR_RNDU);
+    mpfr_ui_div(W.lo, 2, e.hi, MPFR_RNDD);
+    mpfr_mul_si(e.lo, U.hi, -2, MPFR_RNDD);
+    mpfr_exp(e.lo, e.lo, MPFR_RNDD);
+    mpfr_add_ui(e.lo, e.lo, 1, MPFR_RNDD);
+    mpfr_ui_div(W.hi, 2, e.lo, MPFR_RNDU);
+    v = (v * MI(0.5)) * W;
+  }
+  matvec_mi(f, w + L.out_w, w + L.out_b, 8, 4, y);
+  for (int i = 0; i < 4; ++i) x1[i] = x1[i] + y[i];
+  layernorm_mi(x1, w + L.lnf_g, w + L.lnf_b, hf);
+}
+
 // The clipped copy of validated weights (the checked entry's clipping).
 std::vector<double> validated_clipped(int n_ctx, std::span<const double> w,
                                       double bound) {
@@ -229,12 +489,9 @@ Certificate certify_tiny(int n_ctx, std::span<const double> weights,
   std::vector<Iv> X(size_t(n) * 4), QKV(size_t(n) * 12);
   Iv h[4];
   for (int t = 0; t < n; ++t) {
-    Iv* x = &X[size_t(t) * 4];
-    for (int i = 0; i < 4; ++i)
-      x[i] = add(pt(w[L.wte + size_t(tokens[t]) * 4 + i]),
-                 pt(w[L.wpe + size_t(t) * 4 + i]));
-    layernorm_iv(x, &w[L.ln1_g], &w[L.ln1_b], h);
-    matvec_iv(h, &w[L.qkv_w], nullptr, 4, 12, &QKV[size_t(t) * 12]);
+    row_enclosure(&w[L.wte + size_t(tokens[t]) * 4], &w[L.wpe + size_t(t) * 4],
+                  &w[L.ln1_g], &w[L.ln1_b], &w[L.qkv_w], &X[size_t(t) * 4],
+                  &QKV[size_t(t) * 12]);
   }
   const int t = n - 1;
   const Iv* q = &QKV[size_t(t) * 12];
@@ -264,6 +521,23 @@ Certificate certify_tiny(int n_ctx, std::span<const double> weights,
   for (int i = 0; i < 4; ++i) x2[i] = add(x1[i], y[i]);
   layernorm_iv(x2, &w[L.lnf_g], &w[L.lnf_b], h);
   matvec_iv(h, &w[L.head_w], &w[L.head_b], 4, 256, logit);
+  // Second pass for an input above the goal: the whole model in MPFR
+  // intervals; each logit keeps the tighter of the two enclosures'
+  // intersection (both contain the real logit).
+  bool refine = false;
+  for (int o = 0; o < 256; ++o) {
+    const double v = c.computed[o];
+    refine |= std::max(v - logit[o].lo, logit[o].hi - v) > kGoal;
+  }
+  if (refine) {
+    MI hf[4], lm[256];
+    real_tail_mi(w.data(), n_ctx, tokens.data(), n, hf);
+    matvec_mi(hf, &w[L.head_w], &w[L.head_b], 4, 256, lm);
+    for (int o = 0; o < 256; ++o) {
+      const Iv m = lm[o].iv();
+      logit[o] = {std::max(logit[o].lo, m.lo), std::min(logit[o].hi, m.hi)};
+    }
+  }
   for (int o = 0; o < 256; ++o) {
     c.real[o] = logit[o];
     const double v = c.computed[o];
@@ -291,12 +565,9 @@ Tiny4Sweep::Tiny4Sweep(std::span<const double> weights, double bound)
       for (int i = 0; i < 4; ++i) {
         r.q[i] = qkv[i], r.k[i] = qkv[4 + i], r.v[i] = qkv[8 + i];
       }
-      Iv H[4], QKV[12];
-      for (int i = 0; i < 4; ++i)
-        r.X[i] = add(pt(w[L.wte + size_t(b) * 4 + i]),
-                     pt(w[L.wpe + size_t(t) * 4 + i]));
-      layernorm_iv(r.X, w + L.ln1_g, w + L.ln1_b, H);
-      matvec_iv(H, w + L.qkv_w, nullptr, 4, 12, QKV);
+      Iv QKV[12];
+      row_enclosure(w + L.wte + size_t(b) * 4, w + L.wpe + size_t(t) * 4,
+                    w + L.ln1_g, w + L.ln1_b, w + L.qkv_w, r.X, QKV);
       for (int i = 0; i < 4; ++i) {
         r.Q[i] = QKV[i], r.K[i] = QKV[4 + i], r.V[i] = QKV[8 + i];
       }
@@ -371,7 +642,8 @@ void Tiny4Sweep::tail(const Row* rows[4], double* h, Iv* H) const {
 // underflow; Higham §3.1, the bias as a fifth term). Bounding |W[k][o]| by
 // its column maximum makes it one number for all o.
 double Tiny4Sweep::input_bound(const std::array<int32_t, 4>& tok,
-                               TinyLogits* logits) const {
+                               TinyLogits* logits, bool* refined) const {
+  if (refined) *refined = false;
   const Row* rows[4];
   for (int t = 0; t < 4; ++t) rows[t] = &rows_[size_t(t) * 256 + tok[t]];
   double h[4];
@@ -383,13 +655,24 @@ double Tiny4Sweep::input_bound(const std::array<int32_t, 4>& tok,
                 logits->data());
   }
   constexpr double kGamma5 = 5.6e-16;  // >= 5u / (1 - 5u)
-  double spread = 0.0, size = bmax_;
-  for (int k = 0; k < 4; ++k) {
-    const double r = std::max(up(H[k].hi - h[k]), up(h[k] - H[k].lo));
-    spread = up(spread + up(r * colmax_[k]));
-    size = up(size + up(std::fabs(h[k]) * colmax_[k]));
-  }
-  return up(up(spread + up(kGamma5 * size)) + 0x1p-1070);
+  const auto head_bound = [&](const Iv* HH) {
+    double spread = 0.0, size = bmax_;
+    for (int k = 0; k < 4; ++k) {
+      const double r = std::max(up(HH[k].hi - h[k]), up(h[k] - HH[k].lo));
+      spread = up(spread + up(r * colmax_[k]));
+      size = up(size + up(std::fabs(h[k]) * colmax_[k]));
+    }
+    return up(up(spread + up(kGamma5 * size)) + 0x1p-1070);
+  };
+  const double e = head_bound(H);
+  if (e <= kGoal) return e;
+  if (refined) *refined = true;
+  // Second pass: the real ln_f output in MPFR intervals.
+  MI hf[4];
+  real_tail_mi(w_.data(), 4, tok.data(), 4, hf);
+  Iv HM[4];
+  for (int k = 0; k < 4; ++k) HM[k] = hf[k].iv();
+  return std::min(e, head_bound(HM));
 }
 
 Tiny4Sweep::Result Tiny4Sweep::run(
@@ -415,8 +698,10 @@ Tiny4Sweep::Result Tiny4Sweep::run(
         tok[2] = b2;
         for (int b3 = 0; b3 < 256; ++b3) {
           tok[3] = b3;
-          const double e = input_bound(tok);
+          bool refined = false;
+          const double e = input_bound(tok, nullptr, &refined);
           ++r.inputs;
+          r.refined += refined;
           r.sum_bound += e;
           if (e > 1e-9) ++r.over_goal;
           if (e > r.max_bound || r.inputs == 1) r.max_bound = e, r.worst = tok;
@@ -430,6 +715,7 @@ Tiny4Sweep::Result Tiny4Sweep::run(
     total.inputs += r.inputs;
     total.sum_bound += r.sum_bound;
     total.over_goal += r.over_goal;
+    total.refined += r.refined;
   };
   std::vector<std::thread> pool;
   for (int i = 0; i < threads; ++i) pool.emplace_back(worker);

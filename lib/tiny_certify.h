@@ -10,8 +10,9 @@
 // (b) certify_tiny: per input, the real model in interval arithmetic with
 //     outward rounding (every binary64 result widened by one ulp each way;
 //     exp enclosed through the Gappa-certified exp lemma of docs/numerics.md
-//     §2.1), the engine's own logits beside it; Tiny4Sweep: the same for all
-//     2^32 four-byte inputs of tiny4, with per-(position, byte) tables.
+//     §2.1; MPFR intervals with directed roundings where binary64 boxes are
+//     too wide), the engine's own logits beside it; Tiny4Sweep: the same for
+//     all 2^32 four-byte inputs of tiny4, with per-(position, byte) tables.
 #ifndef LOCKSTEP_LIB_TINY_CERTIFY_H_
 #define LOCKSTEP_LIB_TINY_CERTIFY_H_
 
@@ -51,6 +52,9 @@ struct Certificate {
 };
 
 // Validates like the checked entry (throws lockstep::Error), clips to B.
+// Rows (embedding, ln_1, q, k, v) in 256-bit MPFR intervals, the rest in
+// binary64 intervals; an input whose bound exceeds 1e-9 is evaluated again
+// wholly in MPFR intervals and each logit keeps the intersection.
 Certificate certify_tiny(int n_ctx, std::span<const double> weights,
                          std::span<const int32_t> tokens, double bound);
 
@@ -62,11 +66,14 @@ class Tiny4Sweep {
  public:
   // weights: 2488 words (n_ctx 4), validated and clipped to B here.
   Tiny4Sweep(std::span<const double> weights, double bound);
-  // The certified bound on |computed - real| for every logit of this input;
+  // The certified bound on |computed - real| for every logit of this input
+  // (above 1e-9, the smaller of it and the whole-MPFR second pass's);
   // with logits non-null, also the engine's 256 logits from the same
   // computed path (for tests: they equal ls_tiny_logits_checked's).
+  // refined (if non-null) says whether the second pass ran.
   double input_bound(const std::array<int32_t, 4>& tok,
-                     TinyLogits* logits = nullptr) const;
+                     TinyLogits* logits = nullptr,
+                     bool* refined = nullptr) const;
 
   struct Result {
     uint64_t inputs = 0;  // four-byte inputs certified
@@ -74,6 +81,7 @@ class Tiny4Sweep {
     std::array<int32_t, 4> worst{};  // an input attaining max_bound
     double sum_bound = 0.0;          // for the mean
     uint64_t over_goal = 0;          // inputs with a bound above 1e-9
+    uint64_t refined = 0;            // inputs that needed the second pass
   };
   // Units are the 65536 two-byte prefixes (b0, b1), each 65536 inputs.
   // Runs units [first, last) with u % stride == offset on `threads`
