@@ -10,6 +10,7 @@
 // Plain ES module with no DOM access, so that Node.js runs it too
 // (tests/web/controller_test.mjs). The planning follows hosts/node/
 // module.mjs and session.mjs; the file readers hosts/node/checkpoint.mjs.
+import { memoryMinimum } from './wasm_imports.mjs';
 
 const PAGE = 65536;
 
@@ -45,40 +46,6 @@ export function bitsHex(f) {
 
 // ---------------------------------------------------------------- modules
 
-// The minimum pages of the imported memory (hosts/node/module.mjs).
-function importedMemoryMinimum(bytes) {
-  let p = 8;
-  const u32 = () => {
-    let v = 0, shift = 0, b;
-    do {
-      b = bytes[p++];
-      v += (b & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (b & 0x80);
-    return v;
-  };
-  while (p < bytes.length) {
-    const id = bytes[p++];
-    const size = u32();
-    const end = p + size;
-    if (id === 2) {
-      const count = u32();
-      for (let i = 0; i < count; ++i) {
-        const m = u32();
-        p += m;
-        const f = u32();
-        p += f;
-        if (bytes[p++] !== 2) break;
-        const flags = bytes[p++];
-        const min = u32();
-        if (flags & 1) u32();
-        return min;
-      }
-    }
-    p = end;
-  }
-  throw new LockstepError('the module imports no memory');
-}
 
 // Fetches `url` and `url.sha256` (the build's record, sha256sum format),
 // refuses a module whose SHA-256 differs, and compiles it.
@@ -101,7 +68,7 @@ export async function loadModule(url, fetchFn = fetch) {
   }
   return { url, sha256: got, size: bytes.length,
            module: await WebAssembly.compile(bytes),
-           minPages: importedMemoryMinimum(bytes) };
+           minPages: memoryMinimum(bytes, LockstepError) };
 }
 
 function instantiate(loaded, pages) {

@@ -7,6 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { memoryMinimum } from '../../web/wasm_imports.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -55,43 +56,6 @@ function recordedDigest(path) {
   return { hex, from: file };
 }
 
-// The minimum pages of the imported memory, read from the import section,
-// so the planning instance gets exactly what the module declares.
-function importedMemoryMinimum(bytes) {
-  let p = 8;
-  const u32 = () => {
-    let v = 0, shift = 0, b;
-    do {
-      b = bytes[p++];
-      v += (b & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (b & 0x80);
-    return v;
-  };
-  while (p < bytes.length) {
-    const id = bytes[p++];
-    const size = u32();
-    const end = p + size;
-    if (id === 2) {
-      const count = u32();
-      for (let i = 0; i < count; ++i) {
-        // (`p += u32()` would read p before u32() advances it.)
-        const moduleName = u32();
-        p += moduleName;
-        const fieldName = u32();
-        p += fieldName;
-        const kind = bytes[p++];
-        if (kind !== 2) break;
-        const flags = bytes[p++];
-        const min = u32();
-        if (flags & 1) u32();
-        return min;
-      }
-    }
-    p = end;
-  }
-  throw new HostError('the module imports no memory');
-}
 
 // Reads and checks the module; `expectedSha` (hex) overrides the recorded
 // digest. Refuses a module whose bytes differ.
@@ -114,7 +78,7 @@ export function loadModule(path = defaultModulePath(), expectedSha = null) {
     sha256: got,
     size: bytes.length,
     module: new WebAssembly.Module(bytes),
-    minPages: importedMemoryMinimum(bytes),
+    minPages: memoryMinimum(bytes, HostError),
   };
 }
 
