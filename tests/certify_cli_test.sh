@@ -16,29 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE PATTERN -- ARGS...: exit status CODE (or "nonzero") and
-# PATTERN (extended regex) somewhere in stdout+stderr.
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local out status
-  out=$("$bin" "$@" 2>&1)
-  status=$?
-  if [ "$code" = nonzero ]; then
-    [ "$status" -ne 0 ] || { bad "lockstep $* exited 0, expected failure: $out"; return; }
-  elif [ "$status" -ne "$code" ]; then
-    bad "lockstep $* exited $status, expected $code: $out"
-    return
-  fi
-  if ! grep -Eq -- "$pattern" <<<"$out"; then
-    bad "lockstep $*: output lacks /$pattern/: $out"
-    return
-  fi
-  ok
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # A short run on the fixture: 3 greedy choices, a table and a summary.
 expect 0 '^certified 3 of 3 positions \(100\.0%\)' -- certify \

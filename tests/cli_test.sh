@@ -10,29 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE PATTERN -- ARGS...: exit status CODE (or "nonzero") and
-# PATTERN (extended regex) somewhere in stdout+stderr.
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local out status
-  out=$("$bin" "$@" 2>&1)
-  status=$?
-  if [ "$code" = nonzero ]; then
-    [ "$status" -ne 0 ] || { bad "lockstep $* exited 0, expected failure"; return; }
-  elif [ "$status" -ne "$code" ]; then
-    bad "lockstep $* exited $status, expected $code: $out"
-    return
-  fi
-  if ! grep -Eq -- "$pattern" <<<"$out"; then
-    bad "lockstep $*: output lacks /$pattern/: $out"
-    return
-  fi
-  ok
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # Help and usage: each page's own usage line, not a word every page has.
 expect 0 "^Usage: .*lockstep \[OPTIONS\] SUBCOMMAND$" -- --help

@@ -13,25 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE PATTERN -- ARGS...: exit status CODE (or "nonzero") and
-# PATTERN (extended regex) somewhere in stdout+stderr.
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local out status
-  out=$("$bin" "$@" 2>&1)
-  status=$?
-  if [ "$code" = nonzero ]; then
-    [ "$status" -ne 0 ] || { bad "lockstep $* exited 0, expected failure"; return; }
-  elif [ "$status" -ne "$code" ]; then
-    bad "lockstep $* exited $status, expected $code: $out"
-    return
-  fi
-  grep -Eq -- "$pattern" <<<"$out" && ok || bad "lockstep $*: output lacks /$pattern/: $out"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 hf="$root/tests/data/hf-gpt2-A"
 expect 0 "int8 \(q8g64" -- convert "$hf" "$tmp/q.lockstep" --quant int8

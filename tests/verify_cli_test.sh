@@ -19,29 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE PATTERN -- ARGS...: exit status CODE (or "nonzero") and
-# PATTERN (extended regex, per line) somewhere in stdout+stderr.
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local out status
-  out=$("$bin" "$@" 2>&1)
-  status=$?
-  if [ "$code" = nonzero ]; then
-    [ "$status" -ne 0 ] || { bad "lockstep $* exited 0, expected failure: $out"; return; }
-  elif [ "$status" -ne "$code" ]; then
-    bad "lockstep $* exited $status, expected $code: $out"
-    return
-  fi
-  if ! grep -Eq -- "$pattern" <<<"$out"; then
-    bad "lockstep $*: output lacks /$pattern/: $out"
-    return
-  fi
-  ok
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # Every backend of this build (wasm too when the module was built and node
 # is there), a few short contexts, a bundle.
