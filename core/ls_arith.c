@@ -12,6 +12,33 @@ typedef union {
   uint32_t u;
 } ls_bits32;
 
+/* The ghost lemmas of ls_arith.h: induction on the rows. */
+/*@ ghost
+  void ls_row(int k, int n, int d) {
+    /@ loop invariant 0 <= i <= k;
+       loop invariant 0 <= i * d && i * d + (n - i) * d == n * d;
+       loop invariant i * d <= 2147483647 * i;
+       loop assigns i;
+       loop variant k - i;
+    @/
+    for (int i = 0; i < k; ++i) {
+    }
+  }
+*/
+/*@ ghost
+  void ls_rows_at(int n, int d, int o) {
+    /@ loop invariant 0 <= i <= n;
+       loop invariant 0 <= i * d;
+       loop invariant \forall integer j; 0 <= j < i ==>
+         0 <= o + j * d < i * d;
+       loop assigns i;
+       loop variant n - i;
+    @/
+    for (int i = 0; i < n; ++i) {
+    }
+  }
+*/
+
 /*@ assigns \nothing; */
 static double ls_inf64(void) {
   ls_bits64 b;

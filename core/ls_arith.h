@@ -64,6 +64,28 @@ extern "C" {
       0 <= a < b && 0 <= d ==> a * d + d <= b * d;
 */
 
+/* Ghost lemmas (ACSL, no code) for the index bounds of row-major
+ * matrices: row k < n of d words, at offset k * d, lies within [0, n * d).
+ * Their bodies' loops are the induction on the rows that the provers do not
+ * do on their own (they do not instantiate ls_mul_row for a product of two
+ * variables), and a ghost call puts the fact in the caller's context.
+ * ls_row: one row k; ls_rows_at: column o of every row. */
+/*@ ghost
+  /@ requires 0 <= k < n && d >= 0;
+     assigns \nothing;
+     ensures 0 <= k * d && k * d + d <= n * d;
+     ensures k * d <= 2147483647 * k;
+  @/
+  void ls_row(int k, int n, int d);
+*/
+/*@ ghost
+  /@ requires n >= 0 && 0 <= o < d;
+     assigns \nothing;
+     ensures \forall integer k; 0 <= k < n ==> 0 <= o + k * d < n * d;
+  @/
+  void ls_rows_at(int n, int d, int o);
+*/
+
 /* Spec §3.1: e^x in binary64; +inf above the overflow threshold (and for
  * +inf), +0 below the underflow threshold (and for -inf). Spec §3.4: a NaN
  * argument is returned unchanged (every function here). */

@@ -158,7 +158,7 @@ void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
       loop variant blocks - blk;
   */
   for (int blk = 0; blk < blocks; ++blk) {
-    /*@ assert 0 <= blk * n_out && (blk + 1) * n_out <= blocks * n_out; */
+    /*@ ghost ls_row(blk, blocks, n_out); */
     /*@ assert 0 <= blk * len && (blk + 1) * len <= n_in; */
     float* acc = partial + (long)blk * n_out;
     /*@ loop invariant 0 <= o <= n_out;
@@ -172,7 +172,7 @@ void ls_matvec32(const float* x, const float* w, const float* b, int n_in,
     */
     for (int k = blk * len; k < (blk + 1) * len; ++k) {
       const float xk = x[k];
-      /*@ assert 0 <= k * n_out && (k + 1) * n_out <= n_in * n_out; */
+      /*@ ghost ls_row(k, n_in, n_out); */
       const float* row = w + (long)k * n_out;
       /*@ loop invariant 0 <= o <= n_out;
           loop assigns o, acc[0 .. n_out - 1];
@@ -202,8 +202,10 @@ void ls_matmul32(const float* x, int n, const float* w, const float* b,
       loop variant n - t;
   */
   for (int t = 0; t < n; ++t) {
-    /*@ assert 0 <= t * n_in && (t + 1) * n_in <= n * n_in; */
-    /*@ assert 0 <= t * n_out && (t + 1) * n_out <= n * n_out; */
+    /*@ ghost ls_row(t, n, n_in); */
+    /*@ ghost ls_row(t, n, n_out); */
+    /*@ assert (size_t)((size_t)t * (size_t)n_in) == t * n_in; */
+    /*@ assert (size_t)((size_t)t * (size_t)n_out) == t * n_out; */
     ls_matvec32(x + (size_t)t * (size_t)n_in, w, b, n_in, n_out, partial,
                 y + (size_t)t * (size_t)n_out);
   }
@@ -219,21 +221,26 @@ void ls_matmul32(const float* x, int n, const float* w, const float* b,
 void ls_matvec32_finish(const float* partial, const float* b, int blocks,
                         int n_out, int o0, float* y) {
   /*@ loop invariant o0 <= n_out ==> o0 <= o <= n_out;
+      loop invariant \valid(y + (o0 .. n_out - 1));
+      loop invariant \valid_read(partial + (0 .. blocks * n_out - 1));
+      loop invariant b == \null || \valid_read(b + (0 .. n_out - 1));
       loop assigns o, y[o0 .. n_out - 1];
       loop variant n_out - o;
   */
   for (int o = o0; o < n_out; ++o) {
+    /*@ assert \valid(y + o) && (b == \null || \valid_read(b + o)); */
     float s;
     if (blocks == 16) {
       float t[16];
-      /*@ assert \forall integer c; 0 <= c < 16 ==>
-            0 <= c * n_out && c * n_out + o < 16 * n_out; */
       /*@ loop invariant 0 <= blk <= 16;
           loop assigns blk, t[0 .. 15];
           loop variant 16 - blk;
       */
-      for (int blk = 0; blk < 16; ++blk)
+      for (int blk = 0; blk < 16; ++blk) {
+        /*@ ghost ls_row(blk, 16, n_out); */
+        /*@ assert \valid_read(partial + (blk * n_out + o)); */
         t[blk] = partial[(long)blk * n_out + o];
+      }
       s = ls_tree16(t);
     } else {
       s = partial[o];

@@ -136,8 +136,7 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
       loop variant n_out - o;
   */
   for (int o = 0; o < n_out; ++o) {
-    /*@ assert \forall integer k; 0 <= k < n_in ==>
-          0 <= k * n_out && (k + 1) * n_out <= n_in * n_out; */
+    /*@ ghost ls_rows_at(n_in, n_out, o); */
     double s = ls_dot64(x, w + o, n_in, n_out);
     y[o] = b ? s + b[o] : s;
   }
