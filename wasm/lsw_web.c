@@ -12,12 +12,23 @@
  * web_begin / web_next return 0 when the logits are ready, an ls_status on
  * an error, or LSW_WEB_REQUEST + 8 * layer + which for a pending product
  * (which: 0 q|k|v, 1 attention output, 2 MLP up, 3 MLP down, 4 the output
- * head; web_request gives its buffers). */
+ * head; web_request gives its buffers).
+ *
+ * Grouped int8 (web_plan_q8, docs/arithmetic.md §7): the weights are the
+ * int8 file's payload as stored (core/ls_gpt2_q8.h's byte offsets), the
+ * embedding lookup is ls_gpt2_q8_embed, and before each product this
+ * module quantizes the input per position and group of 64 (§7.2, the
+ * core's ls_q8_quantize) into the request's qx (int8 levels) and sx (the
+ * binary32 scales); the host computes §7.3 from them, and a position whose
+ * input was not finite gets the default quiet NaN in every output at
+ * web_next, as core/ls_gpt2_q8.c's ls_matmul_q8 does. */
 #include <stdint.h>
 
 #include "ls_arith.h"
 #include "ls_gpt2.h"
+#include "ls_gpt2_q8.h"
 #include "ls_ops32.h"
+#include "ls_q8.h"
 #include "ls_sampler.h"
 #include "ls_status.h"
 
@@ -42,13 +53,18 @@ typedef struct {
   uint32_t tokens, tokens_bytes;
   uint32_t sample, sample_bytes;
   uint32_t max_prefix;
+  uint32_t q8; /* 1: grouped int8 weights (web_plan_q8) */
 } lsw_web_plan;
 
 /* A pending product: y[t] = x[t] . W + b for t < n (no bias for the
  * head). Offsets are bytes in memory (x, y) or words in the weights (w,
- * b; b = 0xFFFFFFFF: none); head: W is wte, row-major [n_out, n_in]. */
+ * b; b = 0xFFFFFFFF: none); head: W is wte, row-major [n_out, n_in].
+ * int8: w and b are byte offsets in the weights (W a §7.6 quantized matrix
+ * [n_in, n_out], the head's wte^T [C, V] at 0), and qx, sx the addresses of
+ * x quantized (n_in levels, then n_in / 64 scales, per position); 0 in
+ * binary32. */
 typedef struct {
-  uint32_t which, layer, n, n_in, n_out, x, y, w, b, head;
+  uint32_t which, layer, n, n_in, n_out, x, y, w, b, head, qx, sx;
 } lsw_web_request;
 
 typedef struct {
@@ -59,6 +75,10 @@ typedef struct {
   int n, first, layer, stage; /* stage: the product the pass waits for */
   lsw_web_request req;
   float *xs, *qkvs, *hs, *as, *ys, *fs, *score, *partial;
+  int8_t* qx;         /* int8: the pending product's levels ... */
+  float* sx;          /* ... and scales */
+  unsigned char* bad; /* int8: positions whose input was not finite */
+  int any_bad;
   uint64_t rng;
 } lsw_web_state;
 
@@ -74,29 +94,36 @@ static uint32_t lsw_take(uint64_t* at, uint64_t bytes, uint32_t* size,
   return (uint32_t)start;
 }
 
-LSW_EXPORT("web_plan")
-const lsw_web_plan* lsw_web_plan_gpt2(int32_t n_vocab, int32_t n_ctx,
-                                      int32_t n_embd, int32_t n_head,
-                                      int32_t n_layer, int32_t max_prefix) {
+static const lsw_web_plan* lsw_web_plan_any(int32_t n_vocab, int32_t n_ctx,
+                                            int32_t n_embd, int32_t n_head,
+                                            int32_t n_layer, int32_t max_prefix,
+                                            int q8) {
   g = (lsw_web_state){0};
   ls_gpt2_config c = {n_vocab, n_ctx, n_embd, n_head, n_layer};
   lsw_web_plan* p = &g.plan;
-  if (!ls_gpt2_config_valid(&c)) {
+  if (q8 ? !ls_gpt2_q8_config_valid(&c) : !ls_gpt2_config_valid(&c)) {
     p->status = LS_ERR_CONFIG;
     return p;
   }
+  p->q8 = (uint32_t)q8;
   g.c = c;
   const uint64_t C = (uint64_t)n_embd;
   const uint64_t N =
       (uint64_t)(max_prefix > 0 && max_prefix < n_ctx ? max_prefix : n_ctx);
   uint64_t at = (uint64_t)(uintptr_t)&__heap_base;
   int over = 0;
-  p->weights = lsw_take(&at, (uint64_t)ls_gpt2_param_count(&c) * 4,
+  p->weights = lsw_take(&at,
+                        q8 ? (uint64_t)ls_gpt2_q8_bytes(&c)
+                           : (uint64_t)ls_gpt2_param_count(&c) * 4,
                         &p->weights_bytes, &over);
   p->cache = lsw_take(&at, (uint64_t)ls_gpt2_cache_floats(&c) * 4,
                       &p->cache_bytes, &over);
-  p->work = lsw_take(&at, (N * 11 * C + (uint64_t)n_ctx + 64 * C) * 4,
-                     &p->work_bytes, &over);
+  /* int8: after the binary32 work, N * 4C levels, N * 4C / 64 scales and
+   * N flags (binary32 plans no room for them). */
+  const uint64_t q8_bytes = q8 ? N * 4 * C + N * 4 * C / 16 + N : 0;
+  p->work =
+      lsw_take(&at, (N * 11 * C + (uint64_t)n_ctx + 64 * C) * 4 + q8_bytes,
+               &p->work_bytes, &over);
   p->logits = lsw_take(&at, (uint64_t)n_vocab * 4, &p->logits_bytes, &over);
   p->tokens = lsw_take(&at, (uint64_t)n_ctx * 4, &p->tokens_bytes, &over);
   p->sample = lsw_take(&at, (uint64_t)n_vocab * 20, &p->sample_bytes, &over);
@@ -115,16 +142,43 @@ const lsw_web_plan* lsw_web_plan_gpt2(int32_t n_vocab, int32_t n_ctx,
   g.fs = g.ys + N * C;
   g.score = g.fs + N * 4 * C;
   g.partial = g.score + n_ctx;
+  if (q8) {
+    g.sx = g.partial + 64 * C;
+    g.qx = (int8_t*)(g.sx + N * 4 * C / 64);
+    g.bad = (unsigned char*)(g.qx + N * 4 * C);
+  }
   g.planned = 1;
   g.stage = -1;
   return p;
 }
 
+LSW_EXPORT("web_plan")
+const lsw_web_plan* lsw_web_plan_gpt2(int32_t n_vocab, int32_t n_ctx,
+                                      int32_t n_embd, int32_t n_head,
+                                      int32_t n_layer, int32_t max_prefix) {
+  return lsw_web_plan_any(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix,
+                          0);
+}
+
+/* The plan for grouped int8 weights (docs/int8.md): the weights are
+ * ls_gpt2_q8_bytes of the int8 file's payload, used as stored. */
+LSW_EXPORT("web_plan_q8")
+const lsw_web_plan* lsw_web_plan_gpt2_q8(int32_t n_vocab, int32_t n_ctx,
+                                         int32_t n_embd, int32_t n_head,
+                                         int32_t n_layer, int32_t max_prefix) {
+  return lsw_web_plan_any(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix,
+                          1);
+}
+
 /* After the weights are written: the step needs them finite. */
 LSW_EXPORT("web_prepare") int32_t lsw_web_prepare(void) {
   if (!g.planned) return LS_ERR_CONFIG;
-  if (!ls_gpt2_weights_finite((const float*)(uintptr_t)g.plan.weights,
-                              g.plan.weights_bytes / 4)) {
+  if (g.plan.q8
+          ? !ls_gpt2_q8_weights_valid(&g.c,
+                                      (const uint8_t*)(uintptr_t)g.plan.weights,
+                                      g.plan.weights_bytes)
+          : !ls_gpt2_weights_finite((const float*)(uintptr_t)g.plan.weights,
+                                    g.plan.weights_bytes / 4)) {
     return LS_ERR_WEIGHT_NONFINITE;
   }
   g.prepared = 1;
@@ -135,10 +189,60 @@ static const float* lsw_w(void) {
   return (const float*)(uintptr_t)g.plan.weights;
 }
 
+static const uint8_t* lsw_bytes(void) {
+  return (const uint8_t*)(uintptr_t)g.plan.weights;
+}
+
+/* A binary32 vector of the weights at word offset `words` (binary32) or
+ * at the byte offset `bytes` (int8). */
+static const float* lsw_f32(size_t words, size_t bytes) {
+  return g.plan.q8 ? (const float*)(lsw_bytes() + bytes) : lsw_w() + words;
+}
+
+/* The LayerNorm parameters of a layer (ln_1 g, b, ln_2 g, b) and ln_f's. */
+typedef struct {
+  const float *ln1_g, *ln1_b, *ln2_g, *ln2_b;
+} lsw_norms;
+
+static lsw_norms lsw_layer_norms(int layer) {
+  const ls_gpt2_block b = ls_gpt2_block_offsets(&g.c, layer);
+  const ls_gpt2_q8_block q = ls_gpt2_q8_block_offsets(&g.c, layer);
+  lsw_norms n = {lsw_f32(b.ln1_g, q.ln1_g), lsw_f32(b.ln1_b, q.ln1_b),
+                 lsw_f32(b.ln2_g, q.ln2_g), lsw_f32(b.ln2_b, q.ln2_b)};
+  return n;
+}
+
+static const float* lsw_lnf(void) {
+  return lsw_f32(ls_gpt2_lnf_offset(&g.c), ls_gpt2_q8_lnf_offset(&g.c));
+}
+
+/* int8: §7.2 for each of the request's n positions, the core's
+ * ls_q8_quantize; a position whose input is not finite gets zero levels
+ * and scales (so that any product of them is defined) and its flag, and
+ * its outputs become NaN at web_next (ls_gpt2_q8.c's ls_matmul_q8). */
+static void lsw_quantize(lsw_web_request* r, const float* x) {
+  const size_t K = r->n_in, G = K / LS_Q8_GROUP;
+  g.any_bad = 0;
+  for (uint32_t t = 0; t < r->n; ++t) {
+    int8_t* q = g.qx + t * K;
+    float* s = g.sx + t * G;
+    g.bad[t] = ls_q8_quantize(x + t * K, (int)K, q, s) != LS_OK;
+    if (g.bad[t]) {
+      for (size_t k = 0; k < K; ++k) q[k] = 0;
+      for (size_t i = 0; i < G; ++i) s[i] = 0.0f;
+      g.any_bad = 1;
+    }
+  }
+  r->qx = (uint32_t)(uintptr_t)g.qx;
+  r->sx = (uint32_t)(uintptr_t)g.sx;
+}
+
 /* Sets up the request for product `which` of the current layer. */
 static int32_t lsw_request(int which) {
   const uint32_t C = (uint32_t)g.c.n_embd;
   const ls_gpt2_block b = ls_gpt2_block_offsets(&g.c, g.layer);
+  const ls_gpt2_q8_block q = ls_gpt2_q8_block_offsets(&g.c, g.layer);
+  const int q8 = (int)g.plan.q8;
   lsw_web_request* r = &g.req;
   r->which = (uint32_t)which;
   r->layer = (uint32_t)g.layer;
@@ -149,19 +253,23 @@ static int32_t lsw_request(int which) {
   switch (which) {
     case 0:
       r->n_in = C, r->n_out = 3 * C, x = g.hs, y = g.qkvs;
-      r->w = (uint32_t)b.attn_w, r->b = (uint32_t)b.attn_b;
+      r->w = (uint32_t)(q8 ? q.attn_w : b.attn_w);
+      r->b = (uint32_t)(q8 ? q.attn_b : b.attn_b);
       break;
     case 1:
       r->n_in = C, r->n_out = C, x = g.as, y = g.ys;
-      r->w = (uint32_t)b.proj_w, r->b = (uint32_t)b.proj_b;
+      r->w = (uint32_t)(q8 ? q.proj_w : b.proj_w);
+      r->b = (uint32_t)(q8 ? q.proj_b : b.proj_b);
       break;
     case 2:
       r->n_in = C, r->n_out = 4 * C, x = g.hs, y = g.fs;
-      r->w = (uint32_t)b.fc_w, r->b = (uint32_t)b.fc_b;
+      r->w = (uint32_t)(q8 ? q.fc_w : b.fc_w);
+      r->b = (uint32_t)(q8 ? q.fc_b : b.fc_b);
       break;
     case 3:
       r->n_in = 4 * C, r->n_out = C, x = g.fs, y = g.ys;
-      r->w = (uint32_t)b.out_w, r->b = (uint32_t)b.out_b;
+      r->w = (uint32_t)(q8 ? q.out_w : b.out_w);
+      r->b = (uint32_t)(q8 ? q.out_b : b.out_b);
       break;
     default: /* the head on LayerNorm(x; ln_f) of the last position */
       r->n = 1, r->n_in = C, r->n_out = (uint32_t)g.c.n_vocab, r->head = 1;
@@ -171,6 +279,8 @@ static int32_t lsw_request(int which) {
   }
   r->x = (uint32_t)(uintptr_t)x;
   r->y = (uint32_t)(uintptr_t)y;
+  r->qx = r->sx = 0;
+  if (q8) lsw_quantize(r, x);
   g.stage = which;
   return LSW_WEB_REQUEST + 8 * (int32_t)r->layer + which;
 }
@@ -207,10 +317,10 @@ static void lsw_attend(int t) {
 /* LayerNorm(x; ln_1) of every position, then the q|k|v product. */
 static int32_t lsw_layer_start(void) {
   const int C = g.c.n_embd;
-  const ls_gpt2_block b = ls_gpt2_block_offsets(&g.c, g.layer);
+  const lsw_norms nm = lsw_layer_norms(g.layer);
   for (int t = 0; t < g.n; ++t) {
-    ls_layernorm32(g.xs + (size_t)t * C, lsw_w() + b.ln1_g, lsw_w() + b.ln1_b,
-                   C, g.hs + (size_t)t * C);
+    ls_layernorm32(g.xs + (size_t)t * C, nm.ln1_g, nm.ln1_b, C,
+                   g.hs + (size_t)t * C);
   }
   return lsw_request(0);
 }
@@ -231,7 +341,11 @@ LSW_EXPORT("web_begin") int32_t lsw_web_begin(int32_t n, int32_t position) {
   }
   const size_t C = (size_t)g.c.n_embd;
   const float* wpe = lsw_w() + ls_gpt2_wpe_offset(&g.c);
-  for (int t = 0; t < n; ++t) {
+  for (int t = 0; g.plan.q8 && t < n; ++t) { /* §7.4 */
+    ls_gpt2_q8_embed(&g.c, lsw_bytes(), tokens[t], position + t,
+                     g.xs + (size_t)t * C);
+  }
+  for (int t = 0; !g.plan.q8 && t < n; ++t) {
     const float* te = lsw_w() + (size_t)tokens[t] * C;
     const float* pe = wpe + (size_t)(position + t) * C;
     float* x = g.xs + (size_t)t * C;
@@ -248,8 +362,21 @@ LSW_EXPORT("web_next") int32_t lsw_web_next(void) {
   const ls_gpt2_config* c = &g.c;
   const size_t C = (size_t)c->n_embd, N = (size_t)g.n;
   const size_t row = ls_gpt2_cache_row_floats(c);
-  const ls_gpt2_block b = ls_gpt2_block_offsets(c, g.layer);
+  const lsw_norms nm = lsw_layer_norms(g.layer);
   float* cache = (float*)(uintptr_t)g.plan.cache;
+  if (g.plan.q8 && g.any_bad) { /* §7.2 step 1: NaN outputs */
+    union {
+      uint32_t u;
+      float f;
+    } nan = {0x7FC00000u};
+    float* y = (float*)(uintptr_t)g.req.y;
+    for (uint32_t t = 0; t < g.req.n; ++t) {
+      for (uint32_t o = 0; g.bad[t] && o < g.req.n_out; ++o) {
+        y[(size_t)t * g.req.n_out + o] = nan.f;
+      }
+    }
+    g.any_bad = 0;
+  }
   switch (g.stage) {
     case 0: { /* keys and values to the cache, attention */
       float* kv = cache + (size_t)g.layer * 2 * C;
@@ -264,8 +391,7 @@ LSW_EXPORT("web_next") int32_t lsw_web_next(void) {
       for (size_t t = 0; t < N; ++t) {
         float* x = g.xs + t * C;
         for (size_t i = 0; i < C; ++i) x[i] = x[i] + g.ys[t * C + i];
-        ls_layernorm32(x, lsw_w() + b.ln2_g, lsw_w() + b.ln2_b, (int)C,
-                       g.hs + t * C);
+        ls_layernorm32(x, nm.ln2_g, nm.ln2_b, (int)C, g.hs + t * C);
       }
       return lsw_request(2);
     case 2:
@@ -274,11 +400,8 @@ LSW_EXPORT("web_next") int32_t lsw_web_next(void) {
     case 3:
       for (size_t i = 0; i < N * C; ++i) g.xs[i] = g.xs[i] + g.ys[i];
       if (++g.layer < c->n_layer) return lsw_layer_start();
-      {
-        const size_t lnf = ls_gpt2_lnf_offset(c);
-        ls_layernorm32(g.xs + (N - 1) * C, lsw_w() + lnf, lsw_w() + lnf + C,
-                       (int)C, g.hs);
-      }
+      ls_layernorm32(g.xs + (N - 1) * C, lsw_lnf(), lsw_lnf() + C, (int)C,
+                     g.hs);
       return lsw_request(4);
     default: {
       g.stage = -1;
@@ -297,13 +420,17 @@ LSW_EXPORT("web_request") const lsw_web_request* lsw_web_request_get(void) {
 }
 
 /* The pending product computed here, by the core (ls_matmul32: §2.2 per
- * output; the head: ls_rowdots32). */
+ * output; the head: ls_rowdots32; int8: ls_q8_matmul, §7.3). */
 LSW_EXPORT("web_project_cpu") int32_t lsw_web_project_cpu(void) {
   if (g.stage < 0) return LSW_ERR_BUSY;
   const lsw_web_request* r = &g.req;
   const float* x = (const float*)(uintptr_t)r->x;
   float* y = (float*)(uintptr_t)r->y;
-  if (r->head) {
+  if (g.plan.q8) {
+    ls_q8_matmul(g.qx, g.sx, (int)r->n, lsw_bytes() + r->w, (int)r->n_in,
+                 (int)r->n_out,
+                 r->head ? 0 : (const float*)(lsw_bytes() + r->b), y);
+  } else if (r->head) {
     ls_rowdots32(x, lsw_w(), (int)r->n_in, (int)r->n_out, y);
   } else {
     ls_matmul32(x, (int)r->n, lsw_w() + r->w, lsw_w() + r->b, (int)r->n_in,

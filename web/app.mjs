@@ -8,7 +8,8 @@ import {
   firstDifference, loadModule, logitsHash, readCheckpoint, readSafetensors,
 } from './lockstep-web.mjs';
 import {
-  GpuProjector, kernelSelfTest, openGpu, runProbes,
+  GpuProjector, GpuProjectorQ8, hasQ8Dot, kernelSelfTest, openGpu,
+  q8KernelSelfTest, runProbes,
 } from './webgpu.mjs';
 import { vocabFromEncoder } from './vocab.mjs';
 
@@ -69,12 +70,16 @@ async function initGpu() {
   // Where subnormals flush, a product that could meet one is computed in
   // WebAssembly (webgpu.mjs, subnormalFree).
   const flushes = probes.some((p) => /subnormal/.test(p.name) && !p.ok);
-  const kernel = await kernelSelfTest(g.device);
+  // The int8 kernel: dot4I8Packed where WGSL has it, else the same exact
+  // sums by bytes.
+  const q8Dot = hasQ8Dot();
+  const kernel = [...await kernelSelfTest(g.device),
+                  ...await q8KernelSelfTest(g.device, q8Dot)];
   for (const p of kernel) {
     row(t, [p.name, p.ok ? 'passes' : 'FAILS', p.got, p.want],
         p.ok ? 'ok' : 'bad');
   }
-  state.gpu = { ...g, probes, kernel, check: flushes };
+  state.gpu = { ...g, probes, kernel, check: flushes, q8Dot };
   const broken = [probes[1], probes[2], probes[3], ...kernel]
       .filter((p) => !p.ok && !/subnormal/.test(p.name));
   if (broken.length) {
@@ -135,20 +140,21 @@ async function loadModel() {
   const c = ck.config;
   const what = ck.kind === 'tiny'
       ? `tiny model, binary64, ${c.n_ctx} positions`
-      : `GPT-2 binary32: ${c.n_layer} layers, ${c.n_embd} wide, ` +
+      : `GPT-2 ${ck.kind === 'gpt2q8' ? 'grouped int8 (q8g64)' : 'binary32'}: ` +
+        `${c.n_layer} layers, ${c.n_embd} wide, ` +
         `${c.n_head} heads, ${c.n_ctx} positions, ${c.n_vocab} tokens`;
   $('modelinfo').textContent = `${ck.label}: ${what}; payload SHA-256 ` +
       `${ck.payloadSha256.slice(0, 16)}…`;
   const gpuOpt = $('backend').querySelector('option[value=webgpu]');
-  gpuOpt.disabled = ck.kind !== 'gpt2' || !!state.gpu.error;
-  if (ck.kind !== 'gpt2') {
+  gpuOpt.disabled = ck.kind === 'tiny' || !!state.gpu.error;
+  if (ck.kind === 'tiny') {
     $('backend').value = 'wasm';
-    $('gpunote').textContent = 'WebGPU runs binary32 GPT-2 only: the tiny ' +
-        'models are binary64, which WGSL does not have.';
+    $('gpunote').textContent = 'WebGPU runs GPT-2 only (binary32 or int8): ' +
+        'the tiny models are binary64, which WGSL does not have.';
   } else {
     $('gpunote').textContent = '';
   }
-  if (ck.kind === 'gpt2' && !state.vocab && c.n_vocab === 50257) {
+  if (ck.kind !== 'tiny' && !state.vocab && c.n_vocab === 50257) {
     const enc = await (await fetch('data/gpt2/encoder.json')).json();
     state.vocab = vocabFromEncoder(enc);
   }
@@ -194,8 +200,11 @@ function options() {
 async function webSession() {
   if (!state.web) {
     const s = WebSession.open(state.modules.web, state.model);
-    s.projector = new GpuProjector(state.gpu.device, s, state.gpu.limits,
-                                   state.gpu.check);
+    s.projector = s.q8
+        ? new GpuProjectorQ8(state.gpu.device, s, state.gpu.limits,
+                             state.gpu.check, state.gpu.q8Dot)
+        : new GpuProjector(state.gpu.device, s, state.gpu.limits,
+                           state.gpu.check);
     state.web = s;
   }
   return state.web;

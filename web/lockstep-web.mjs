@@ -10,7 +10,10 @@
 // Plain ES module with no DOM access, so that Node.js runs it too
 // (tests/web/controller_test.mjs). The planning follows hosts/node/
 // module.mjs and session.mjs; the file readers hosts/node/checkpoint.mjs.
+// Checkpoint kinds: 'tiny' (binary64), 'gpt2' (binary32, plain-layout
+// payload) and 'gpt2q8' (grouped int8, docs/int8.md: the payload as stored).
 import { memoryMinimum } from './wasm_imports.mjs';
+import { Q8_DTYPE, checkQ8Header } from './checkpoint_q8.mjs';
 
 const PAGE = 65536;
 
@@ -162,15 +165,24 @@ export async function readCheckpoint(src) {
     for (const k of GPT2_KEYS) {
       if (!Number.isInteger(cfg[k])) bad(`config lacks an integer ${k}`);
     }
+  } else if (header.model === 'gpt2' && header.dtype === Q8_DTYPE) {
+    // Grouped int8: the layout, config and tensor table checked against
+    // docs/int8.md (checkpoint_q8.mjs); "words" counts bytes.
+    kind = 'gpt2q8', wordBytes = 1;
+    checkQ8Header(header, version, P, bad);
   } else {
     bad(`model '${header.model}' with dtype '${header.dtype}': this page ` +
-        "reads tiny ('tiny', 'f64') and binary32 GPT-2 ('gpt2', 'f32')");
+        "reads tiny ('tiny', 'f64'), binary32 GPT-2 ('gpt2', 'f32') and " +
+        `grouped int8 GPT-2 ('gpt2', '${Q8_DTYPE}')`);
   }
   if (!Number.isInteger(header.words) || header.words * wordBytes !== P) {
     bad(`words ${header.words} do not match the payload of ${P} bytes`);
   }
-  const layout = version === 2 ? header.layout : 'plain';
-  if (layout !== 'plain' && layout !== 'panel64') bad(`unknown layout ${layout}`);
+  const layout = kind === 'gpt2q8' ? header.layout
+      : version === 2 ? header.layout : 'plain';
+  if (kind !== 'gpt2q8' && layout !== 'plain' && layout !== 'panel64') {
+    bad(`unknown layout ${layout}`);
+  }
   const stored = await src.read(56 + H, P);
   const payloadSha256 = hex(pre.subarray(24, 56));
   const got = await sha256Hex(stored);
@@ -358,10 +370,12 @@ export class WasmSession {
                                           'status_message', what));
       s.nVocab = 256;
     } else {
+      // gpt2_q8_plan for int8; the entries below are the same.
       Object.assign(s, planAndInstantiate(
           loaded, PLAN_FIELDS,
-          (x) => x.gpt2_plan(c.n_vocab, c.n_ctx, c.n_embd, c.n_head,
-                             c.n_layer, Math.min(c.n_ctx, 128)),
+          (x) => (ck.kind === 'gpt2q8' ? x.gpt2_q8_plan : x.gpt2_plan)(
+              c.n_vocab, c.n_ctx, c.n_embd, c.n_head, c.n_layer,
+              Math.min(c.n_ctx, 128)),
           'status_message', what));
       s.nVocab = c.n_vocab;
       s.maxPrefix = Math.min(c.n_ctx, 128);
@@ -373,7 +387,7 @@ export class WasmSession {
     }
     new Uint8Array(s.memory.buffer, s.plan.weights, s.plan.weightsBytes)
         .set(ck.payload);
-    if (s.kind === 'gpt2') s.check(s.exports.gpt2_prepare(), what);
+    if (s.kind !== 'tiny') s.check(s.exports.gpt2_prepare(), what);
     s.position = 0;
     s.memoryBytes = s.memory.buffer.byteLength;
     return s;
@@ -439,9 +453,11 @@ export class WasmSession {
 
 const WEB_PLAN_FIELDS = ['status', 'total', 'weights', 'weightsBytes',
   'cache', 'cacheBytes', 'work', 'workBytes', 'logits', 'logitsBytes',
-  'tokens', 'tokensBytes', 'sample', 'sampleBytes', 'maxPrefix'];
+  'tokens', 'tokensBytes', 'sample', 'sampleBytes', 'maxPrefix', 'q8'];
+// int8: w and b are byte offsets, qx and sx the quantized input's levels
+// and scales (wasm/lsw_web.c).
 const REQUEST_FIELDS = ['which', 'layer', 'n', 'nIn', 'nOut', 'x', 'y', 'w',
-  'b', 'head'];
+  'b', 'head', 'qx', 'sx'];
 export const PRODUCT_NAMES = ['q|k|v', 'attention output', 'MLP up',
   'MLP down', 'output head'];
 
@@ -451,17 +467,19 @@ export const PRODUCT_NAMES = ['q|k|v', 'attention output', 'MLP up',
 // products run (web_project_cpu).
 export class WebSession {
   static open(loaded, ck, maxPrefix = 128) {
-    if (ck.kind !== 'gpt2') {
-      throw new LockstepError('the WebGPU path runs binary32 GPT-2 models');
+    if (ck.kind !== 'gpt2' && ck.kind !== 'gpt2q8') {
+      throw new LockstepError('the WebGPU path runs GPT-2 models (binary32 ' +
+                              'or grouped int8)');
     }
     const c = ck.config;
     const s = new WebSession();
     s.config = c;
+    s.q8 = ck.kind === 'gpt2q8';
     s.payloadSha256 = ck.payloadSha256;
     Object.assign(s, planAndInstantiate(
         loaded, WEB_PLAN_FIELDS,
-        (x) => x.web_plan(c.n_vocab, c.n_ctx, c.n_embd, c.n_head, c.n_layer,
-                          maxPrefix),
+        (x) => (s.q8 ? x.web_plan_q8 : x.web_plan)(
+            c.n_vocab, c.n_ctx, c.n_embd, c.n_head, c.n_layer, maxPrefix),
         'web_status_message', `GPT-2 '${ck.label}'`));
     if (ck.payload.length !== s.plan.weightsBytes) {
       throw new LockstepError(`${ck.label}: ${ck.payload.length} payload ` +
@@ -489,6 +507,12 @@ export class WebSession {
   weights() {
     return new Float32Array(this.memory.buffer, this.plan.weights,
                             this.plan.weightsBytes / 4);
+  }
+
+  // The weights' bytes (int8: the file's payload as stored).
+  weightBytes() {
+    return new Uint8Array(this.memory.buffer, this.plan.weights,
+                          this.plan.weightsBytes);
   }
 
   request() {

@@ -18,6 +18,8 @@
 // host runs a product on WebGPU only when none can occur in it (see
 // subnormalFree below) and computes it in WebAssembly otherwise.
 
+import { q8TensorTable } from './checkpoint_q8.mjs';
+
 const WG = 64;  // invocations per workgroup
 
 // The product kernel for lanes of V outputs per invocation (V = 1: f32,
@@ -531,4 +533,398 @@ export class GpuProjector {
       b.destroy();
     }
   }
+}
+
+// ------------------------------------------------------- grouped int8 (§7)
+//
+// The int8 product y = x . W + b of docs/arithmetic.md §7.3 on the §7.6
+// layout as stored in the file (panels of 64 outputs; per group of 64
+// inputs a block of 16 x 64 words, four int8 levels of one output in a
+// word, then the 64 bfloat16 scales): one invocation per (position t,
+// output o). The controller module has quantized x per position and group
+// (§7.2) into qx (levels, four to a word) and sx (binary32 scales). For
+// each group g, in order: isum = the exact int32 sum of the 64 products,
+// 16 dot4I8Packed (exact, |isum| <= 64 * 127 * 127 < 2^24, so the order
+// inside the group is free); scale = sx[g] * sw[o][g]; t = f32(isum) *
+// scale (the conversion is exact); acc = acc + t from +0.0; then the bias.
+// Both products pass through the XOR guard, so neither can be fused into
+// the add nor reassociated with the other, and acc starts from a +0.0 the
+// compiler cannot see (p.zero) so `0 + t` is not folded. A head whose
+// width is not a multiple of 64 gets its last panel padded to 64 columns
+// (zero levels and scales; those outputs are computed and dropped).
+export const Q8_DOT_FEATURE = 'packed_4x8_integer_dot_product';
+
+function q8KernelSource(builtinDot) {
+  // Without the language feature: the same exact integer sum, by bytes.
+  const dot = builtinDot
+      ? 'fn dot4(a: u32, c: u32) -> i32 { return dot4I8Packed(a, c); }'
+      : `fn dot4(a: u32, c: u32) -> i32 {
+  let x = bitcast<i32>(a);
+  let z = bitcast<i32>(c);
+  return extractBits(x, 0u, 8u) * extractBits(z, 0u, 8u) +
+         extractBits(x, 8u, 8u) * extractBits(z, 8u, 8u) +
+         extractBits(x, 16u, 8u) * extractBits(z, 16u, 8u) +
+         extractBits(x, 24u, 8u) * extractBits(z, 24u, 8u);
+}`;
+  return /* wgsl */ `${builtinDot ? `requires ${Q8_DOT_FEATURE};` : ''}
+struct Params {
+  n: u32,      // positions
+  k: u32,      // inputs per position, a multiple of 64
+  nout: u32,   // outputs, a multiple of 64 (the row stride of y)
+  mode: u32,   // bit 0: add the bias
+  zero: u32,   // 0, unknown to the compiler
+  pad0: u32, pad1: u32, pad2: u32,
+}
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> xq: array<u32>;  // [n][k / 4]
+@group(0) @binding(2) var<storage, read> sx: array<f32>;  // [n][k / 64]
+@group(0) @binding(3) var<storage, read> w: array<u32>;   // §7.6 panels
+@group(0) @binding(4) var<storage, read> b: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+
+${dot}
+
+// v rounded to binary32 on its own (the XOR guard of the binary32 kernel).
+fn rounded(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ p.zero); }
+
+@compute @workgroup_size(${WG})
+fn q8matmul(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let o = gid.x;
+  let t = gid.y;
+  if (o >= p.nout || t >= p.n) { return; }
+  let G = p.k / 64u;
+  let j = o % 64u;
+  let panel = (o / 64u) * 16u * (p.k + 2u * G);  // words: 64 (K + 2G) bytes
+  let xo = t * (p.k / 4u);
+  var acc = bitcast<f32>(p.zero);  // +0.0
+  for (var g = 0u; g < G; g = g + 1u) {
+    let blk = panel + g * 1056u;   // 66 * 64 bytes per group block
+    let xg = xo + g * 16u;
+    var isum = 0i;
+    for (var i = 0u; i < 16u; i = i + 1u) {
+      isum = isum + dot4(xq[xg + i], w[blk + i * 64u + j]);
+    }
+    // The bfloat16 scale of (o, g), widened: bits << 16.
+    let sw = bitcast<f32>(
+        ((w[blk + 1024u + j / 2u] >> ((j & 1u) * 16u)) & 0xffffu) << 16u);
+    let scale = rounded(sx[t * G + g] * sw);
+    acc = acc + rounded(f32(isum) * scale);
+  }
+  if ((p.mode & 1u) != 0u) { acc = acc + b[o]; }
+  y[t * p.nout + o] = acc;
+}
+`;
+}
+
+const compiledQ8 = new WeakMap();
+function q8Pipeline(device, builtinDot) {
+  let byDot = compiledQ8.get(device);
+  if (!byDot) compiledQ8.set(device, byDot = new Map());
+  if (!byDot.has(builtinDot)) {
+    byDot.set(builtinDot, device.createComputePipeline({
+      layout: 'auto',
+      compute: { module: device.createShaderModule(
+                     { code: q8KernelSource(builtinDot) }),
+                 entryPoint: 'q8matmul' } }));
+  }
+  return byDot.get(builtinDot);
+}
+
+// Whether this WGSL implementation has dot4I8Packed.
+export function hasQ8Dot(gpu = globalThis.navigator?.gpu) {
+  return !!gpu?.wgslLanguageFeatures?.has?.(Q8_DOT_FEATURE);
+}
+
+const q8MatrixBytes = (K, N) => N * (K + 2 * (K / 64));
+
+// The smallest biased exponent field among the nonzero bfloat16 scales of
+// a §7.6 matrix M [K, N] at bytes[at..] (256 when all are zero; a
+// subnormal's is 0): the weights' side of subnormalFree.
+export function q8ScaleMinExponent(bytes, at, K, N) {
+  const G = K / 64;
+  let m = 256;
+  for (let c0 = 0; c0 < N; c0 += 64) {
+    const pw = Math.min(64, N - c0);
+    for (let g = 0; g < G; ++g) {
+      const s0 = at + c0 * (K + 2 * G) + g * 66 * pw + 64 * pw;
+      for (let j = 0; j < pw; ++j) {
+        const s = bytes[s0 + 2 * j] | (bytes[s0 + 2 * j + 1] << 8);
+        if ((s & 0x7fff) !== 0) m = Math.min(m, (s >> 7) & 0xff);
+      }
+    }
+  }
+  return m;
+}
+
+// M [K, N] from the §7.6 bytes at bytes[at..] as the kernel reads it:
+// whole panels of 64 columns; a last panel of pw < 64 columns is copied
+// into a panel of 64 (zero levels and scales in the other columns).
+// Returns { data (Uint8Array), nout (N rounded up to 64) }.
+export function q8PaddedMatrix(bytes, at, K, N) {
+  const G = K / 64, full = Math.floor(N / 64) * 64;
+  const pw = N - full;
+  if (pw === 0) return { data: bytes.subarray(at, at + q8MatrixBytes(K, N)), nout: N };
+  const data = new Uint8Array((full + 64) * (K + 2 * G));
+  data.set(bytes.subarray(at, at + full * (K + 2 * G)));
+  const src = at + full * (K + 2 * G), dst = full * (K + 2 * G);
+  for (let g = 0; g < G; ++g) {
+    const sb = src + g * 66 * pw, db = dst + g * 66 * 64;
+    for (let i = 0; i < 16; ++i) {
+      for (let j = 0; j < pw; ++j) {
+        const s = sb + (i * pw + j) * 4, d = db + (i * 64 + j) * 4;
+        data.set(bytes.subarray(s, s + 4), d);
+      }
+    }
+    data.set(bytes.subarray(sb + 64 * pw, sb + 66 * pw), db + 64 * 64);
+  }
+  return { data, nout: full + 64 };
+}
+
+// §7.3 in JavaScript (Math.fround of each binary64 product and sum is the
+// binary32 result; the integer sums are exact in binary64).
+function referenceQ8(qx, sx, m, b, n, K, N) {
+  const f = Math.fround, G = K / 64;
+  const y = new Float32Array(n * N);
+  const wq = new Int8Array(m.buffer, m.byteOffset, m.length);
+  const sw = new Float32Array(1), swu = new Uint32Array(sw.buffer);
+  for (let t = 0; t < n; ++t) {
+    for (let o = 0; o < N; ++o) {
+      const c0 = o - (o % 64), pw = Math.min(64, N - c0), j = o % 64;
+      let acc = 0;
+      for (let g = 0; g < G; ++g) {
+        const blk = c0 * (K + 2 * G) + g * 66 * pw;
+        let isum = 0;
+        for (let kk = 0; kk < 64; ++kk) {
+          isum += qx[t * K + g * 64 + kk] *
+                  wq[blk + ((kk >> 2) * pw + j) * 4 + (kk & 3)];
+        }
+        const s = blk + 64 * pw + 2 * j;
+        swu[0] = (m[s] | (m[s + 1] << 8)) << 16;
+        const scale = f(sx[t * G + g] * sw[0]);
+        acc = f(acc + f(isum * scale));
+      }
+      y[t * N + o] = b ? f(acc + b[o]) : acc;
+    }
+  }
+  return y;
+}
+
+// The int8 projector's GPU side for one matrix: buffers and a dispatch
+// (shared by GpuProjectorQ8 and the self-test).
+class Q8Runner {
+  constructor(device, builtinDot, maxIn, maxOut) {
+    this.device = device;
+    this.pipeline = q8Pipeline(device, builtinDot);
+    const S = GPUBufferUsage.STORAGE, D = GPUBufferUsage.COPY_DST;
+    const mk = (size, usage) => device.createBuffer(
+        { size: Math.max(16, Math.ceil(size / 16) * 16), usage });
+    this.xq = mk(maxIn, S | D);
+    this.sx = mk(maxIn / 16, S | D);
+    this.y = mk(maxOut * 4, S | GPUBufferUsage.COPY_SRC);
+    this.read = mk(maxOut * 4, GPUBufferUsage.MAP_READ | D);
+    this.uniform = mk(32, GPUBufferUsage.UNIFORM | D);
+    this.none = mk(16, S);
+    this.owned = [this.xq, this.sx, this.y, this.read, this.uniform, this.none];
+  }
+
+  upload(data) {
+    const buf = this.device.createBuffer({
+      size: Math.max(16, Math.ceil(data.byteLength / 16) * 16),
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+    const aligned = data.byteLength % 4 === 0 ? data
+        : (() => { const c = new Uint8Array(Math.ceil(data.byteLength / 4) * 4);
+                   c.set(data); return c; })();
+    this.device.queue.writeBuffer(buf, 0, aligned);
+    this.owned.push(buf);
+    return buf;
+  }
+
+  bind(wbuf, bbuf) {
+    return this.device.createBindGroup({
+      layout: this.pipeline.getBindGroupLayout(0),
+      entries: [this.uniform, this.xq, this.sx, wbuf, bbuf ?? this.none, this.y]
+          .map((buffer, i) => ({ binding: i, resource: { buffer } })) });
+  }
+
+  // y[t][o] for t < n, o < N of the matrix bound in `bind` (nout columns
+  // computed), from qx (n K bytes) and sx (n K / 64 floats), into the
+  // Uint8Array `out` (n N floats).
+  async run(bind, qx, sx, n, K, N, nout, bias, out) {
+    const dev = this.device;
+    dev.queue.writeBuffer(this.xq, 0, qx.buffer, qx.byteOffset, n * K);
+    dev.queue.writeBuffer(this.sx, 0, sx.buffer, sx.byteOffset, n * K / 16);
+    dev.queue.writeBuffer(this.uniform, 0, new Uint32Array(
+        [n, K, nout, bias ? 1 : 0, 0, 0, 0, 0]));
+    const enc = dev.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    pass.setPipeline(this.pipeline);
+    pass.setBindGroup(0, bind);
+    pass.dispatchWorkgroups(nout / WG, n);
+    pass.end();
+    // Rows of nout outputs to rows of N (the head: n = 1, a prefix).
+    if (nout === N || n === 1) {
+      enc.copyBufferToBuffer(this.y, 0, this.read, 0, n * N * 4);
+    } else {
+      for (let t = 0; t < n; ++t) {
+        enc.copyBufferToBuffer(this.y, t * nout * 4, this.read, t * N * 4, N * 4);
+      }
+    }
+    dev.queue.submit([enc.finish()]);
+    await this.read.mapAsync(GPUMapMode.READ, 0, n * N * 4);
+    out.set(new Uint8Array(this.read.getMappedRange(0, n * N * 4)));
+    this.read.unmap();
+  }
+
+  destroy() { for (const b of this.owned) b.destroy(); }
+}
+
+// The int8 kernel on seeded random §7.6 matrices against referenceQ8, bit
+// for bit (with bias and several positions; the head's form: no bias and
+// a padded last panel of 6 columns), and one product whose scales' product
+// is subnormal (2^-70 * 2^-70), which subnormalFree must refuse. Rows for
+// the page's table, as kernelSelfTest's.
+export async function q8KernelSelfTest(device, builtinDot) {
+  let seed = 0x9e3779b9;
+  const next = () => {
+    seed ^= seed << 13; seed >>>= 0;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5; seed >>>= 0;
+    return seed;
+  };
+  const level = () => (next() % 255) - 127;  // [-127, 127]
+  const f32 = (e) => {  // a binary32 with exponent e and random significand
+    const u = new Uint32Array([((127 + e) << 23) | (next() & 0x7fffff)]);
+    return new Float32Array(u.buffer)[0];
+  };
+  const cases = [
+    { name: '3 positions, K 128, 128 outputs, bias', n: 3, K: 128, N: 128,
+      bias: true },
+    { name: 'no bias, K 64, 70 outputs (the head: a padded last panel)',
+      n: 1, K: 64, N: 70 },
+    { name: 'a subnormal scale product (2^-70 x 2^-70)', n: 1, K: 64, N: 64,
+      sub: true },
+  ];
+  const rows = [];
+  const dotName = builtinDot ? 'dot4I8Packed' : 'bytes';
+  for (const c of cases) {
+    const G = c.K / 64;
+    const m = new Uint8Array(q8MatrixBytes(c.K, c.N));
+    for (let c0 = 0; c0 < c.N; c0 += 64) {
+      const pw = Math.min(64, c.N - c0);
+      for (let g = 0; g < G; ++g) {
+        const blk = c0 * (c.K + 2 * G) + g * 66 * pw;
+        for (let i = 0; i < 64 * pw; ++i) m[blk + i] = level() & 0xff;
+        for (let j = 0; j < pw; ++j) {
+          const e = c.sub ? -70 : -12 + (next() % 10);
+          const s = c.sub ? 0x1c80 : ((127 + e) << 7) | (next() & 0x7f);
+          m[blk + 64 * pw + 2 * j] = s & 0xff;
+          m[blk + 64 * pw + 2 * j + 1] = s >> 8;
+        }
+      }
+    }
+    const qx = Int8Array.from({ length: c.n * c.K }, level);
+    if (!c.sub) qx[0] = 127, qx[1] = -127;
+    const sx = Float32Array.from({ length: c.n * G },
+                                 () => (c.sub ? 2 ** -70 : f32(-8 + (next() % 6))));
+    const b = c.bias ? Float32Array.from({ length: c.N }, () => f32(-2)) : null;
+    const padded = q8PaddedMatrix(m, 0, c.K, c.N);
+    const runner = new Q8Runner(device, builtinDot, c.n * c.K,
+                                c.n * padded.nout);
+    const bind = runner.bind(runner.upload(padded.data),
+                             b ? runner.upload(new Uint8Array(b.buffer)) : null);
+    const out = new Uint8Array(c.n * c.N * 4);
+    await runner.run(bind, new Uint8Array(qx.buffer), sx, c.n, c.K, c.N,
+                     padded.nout, !!b, out);
+    runner.destroy();
+    const yu = new Uint32Array(out.buffer);
+    const wu = new Uint32Array(referenceQ8(qx, sx, m, b, c.n, c.K, c.N).buffer);
+    const free = subnormalFree(minExponent(sx), q8ScaleMinExponent(m, 0, c.K, c.N),
+                               b ? minExponent(b) : 256);
+    let diff = -1;
+    for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
+    const h = (v) => '0x' + v.toString(16).padStart(8, '0');
+    let ok, got;
+    if (c.sub) {
+      ok = !free;
+      got = (diff < 0 ? 'the GPU gives IEEE\'s bits'
+          : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
+          (free ? '; NOT refused by the guard' : '; the guard refuses it');
+    } else {
+      ok = diff < 0 && free;
+      got = diff < 0 ? `${yu.length} outputs equal`
+          : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
+    }
+    rows.push({ name: `kernel (int8, ${dotName}): ${c.name}`, ok, got,
+                want: c.sub ? 'refused by the guard (WebAssembly computes it)'
+                            : 'equal to the §7.3 reference' });
+  }
+  return rows;
+}
+
+// The projector of an int8 WebSession (web/lockstep-web.mjs): each block
+// matrix uploaded once as the file stores it, the head with its last panel
+// padded, the biases as binary32; each product is one dispatch and one
+// read-back. guard: as GpuProjector's, from the exponents of the input's
+// scales, the matrix's scales and the bias (the same argument: with
+// E = ex + ew >= -103 every scale product is normal and at least 2^E, so
+// every term f32(isum) * scale, partial sum and the bias is a multiple of
+// 2^(E - 23) >= 2^-126).
+export class GpuProjectorQ8 {
+  constructor(device, session, limits, guard = true, builtinDot = true) {
+    this.device = device;
+    this.guard = guard;
+    this.fallbacks = 0;
+    this.timeMs = [0, 0, 0, 0, 0];
+    this.headChunks = 1;
+    const c = session.config, C = c.n_embd;
+    const bytes = session.weightBytes();
+    const N = session.plan.maxPrefix;
+    this.runner = new Q8Runner(device, builtinDot, N * 4 * C,
+                               Math.max(N * 4 * C, Math.ceil(c.n_vocab / 64) * 64));
+    const at = new Map(q8TensorTable(c).tensors.map((t) => [t.name, t.offset]));
+    this.mats = new Map();
+    for (let l = 0; l < c.n_layer; ++l) {
+      for (const [name, K, Nout] of [['attn.c_attn', C, 3 * C],
+                                     ['attn.c_proj', C, C],
+                                     ['mlp.c_fc', C, 4 * C],
+                                     ['mlp.c_proj', 4 * C, C]]) {
+        const w = at.get(`h${l}.${name}.w`), bo = at.get(`h${l}.${name}.b`);
+        const padded = q8PaddedMatrix(bytes, w, K, Nout);
+        const bias = new Float32Array(bytes.slice(bo, bo + 4 * Nout).buffer);
+        this.mats.set(w, {
+          ew: q8ScaleMinExponent(bytes, w, K, Nout), eb: minExponent(bias),
+          nout: padded.nout,
+          bind: this.runner.bind(this.runner.upload(padded.data),
+                                 this.runner.upload(new Uint8Array(bias.buffer))) });
+      }
+    }
+    const head = q8PaddedMatrix(bytes, 0, C, c.n_vocab);
+    if (head.data.byteLength > Math.min(limits.maxStorageBufferBindingSize,
+                                        limits.maxBufferSize)) {
+      throw new Error(`the int8 head (${head.data.byteLength} bytes) exceeds ` +
+                      'this adapter\'s storage-buffer binding limit');
+    }
+    this.head = { ew: q8ScaleMinExponent(bytes, 0, C, c.n_vocab), eb: 256,
+                  nout: head.nout,
+                  bind: this.runner.bind(this.runner.upload(head.data), null) };
+  }
+
+  async project(session, r) {
+    const t0 = performance.now();
+    const m = r.head ? this.head : this.mats.get(r.w);
+    if (!m) throw new Error(`no GPU int8 matrix at byte ${r.w}`);
+    const mem = session.memory.buffer;
+    const sx = new Float32Array(mem, r.sx, r.n * r.nIn / 64);
+    if (this.guard && !subnormalFree(minExponent(sx), m.ew, m.eb)) {
+      ++this.fallbacks;
+      session.check(session.exports.web_project_cpu(), 'product');
+    } else {
+      await this.runner.run(m.bind, new Uint8Array(mem, r.qx, r.n * r.nIn), sx,
+                            r.n, r.nIn, r.nOut, m.nout, !r.head,
+                            new Uint8Array(mem, r.y, r.n * r.nOut * 4));
+    }
+    this.timeMs[r.which] += performance.now() - t0;
+  }
+
+  destroy() { this.runner.destroy(); }
 }

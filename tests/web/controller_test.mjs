@@ -3,17 +3,21 @@
 // every logit of the prompt's last position and of every generated step,
 // compared bit for bit, with the module's own (core) products; plus the
 // page's checkpoint readers: Hugging Face safetensors and the packed file
-// `lockstep convert` wrote of the same weights give the same payload.
-//   node controller_test.mjs WASM_DIR HF_DIR PACKED_FILE
+// `lockstep convert` wrote of the same weights give the same payload. The
+// same for grouped int8 (INT8_FILE, `lockstep convert --quant int8` of the
+// same weights): the controller's int8 pass against lockstep.wasm's int8
+// entries, and hosts/node/q8_quantize.mjs's bytes against the converter's.
+//   node controller_test.mjs WASM_DIR HF_DIR PACKED_FILE INT8_FILE
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   WasmSession, WebSession, loadModule, readCheckpoint, readSafetensors,
   bytesSource, firstDifference, bitsHex, LockstepError,
 } from '../../web/lockstep-web.mjs';
+import { quantizeQ8 } from '../../hosts/node/q8_quantize.mjs';
 import { fileFetch } from './node_fetch.mjs';
 
-const [wasmDir, hfDir, packedPath] = process.argv.slice(2);
+const [wasmDir, hfDir, packedPath, int8Path] = process.argv.slice(2);
 let failures = 0;
 const fail = (m) => { console.log('FAIL ' + m); ++failures; };
 
@@ -86,6 +90,42 @@ for (let round = 0; round < 6; ++round) {
   } catch (e) {
     if (!(e instanceof LockstepError)) fail(`step past the context: ${e}`);
   }
+}
+// Grouped int8: the controller (the core's int8 products, web_project_cpu)
+// against lockstep.wasm's int8 prefill and cached step; three seeded
+// prompts prefilled in chunks, 12 greedy steps each.
+{
+  const q8 = await readCheckpoint(bytesSource(int8Path, await readFile(int8Path)));
+  if (q8.kind !== 'gpt2q8') fail(`${int8Path} read as ${q8.kind}`);
+  const js = quantizeQ8(hf.config, new Float32Array(hf.payload.buffer));
+  const d = js.findIndex((v, i) => v !== q8.payload[i]);
+  if (js.length !== q8.payload.length || d >= 0) {
+    fail(`q8_quantize.mjs differs from lockstep convert --quant int8 at byte ` +
+         `${d} (${js[d]} vs ${q8.payload[d]}) of ${q8.payload.length}`);
+  } else {
+    console.log(`ok   q8_quantize.mjs gives lockstep convert's ` +
+                `${js.length} int8 payload bytes`);
+  }
+  let q8compared = 0;
+  for (let round = 0; round < 3; ++round) {
+    const prompt = Array.from({ length: 1 + rnd(20) },
+                              () => rnd(q8.config.n_vocab));
+    const a = WasmSession.open(simd, q8);
+    const b = WebSession.open(web, q8, 1 + rnd(8));
+    if (!compare(`int8 round ${round} prompt`, a.prefill(prompt),
+                 await b.prefill(prompt))) continue;
+    ++q8compared;
+    for (let step = 0; step < 12; ++step) {
+      const ta = a.sample(0, 1), tb = b.sample(0, 1);
+      if (ta !== tb) fail(`int8 round ${round} step ${step}: token ${ta} vs ${tb}`);
+      if (!compare(`int8 round ${round} step ${step}`, a.step(ta),
+                   await b.step(tb))) break;
+      ++q8compared;
+    }
+  }
+  console.log(`ok   int8: ${q8compared} logit vectors of the controller ` +
+              'equal lockstep.wasm\'s');
+  compared += q8compared;
 }
 // Bad input is an error, not a crash.
 const s = WebSession.open(web, hf);

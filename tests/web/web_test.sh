@@ -34,8 +34,10 @@ case $what in
     echo "ok   $m: imports only env.memory, no memory.grow, no fma, digest recorded"
     "$bin" convert "$root/tests/data/hf-gpt2-A" "$tmp/hf.lockstep" \
       >"$tmp/convert.log" 2>&1 || { cat "$tmp/convert.log"; echo "FAIL: lockstep convert"; exit 1; }
+    "$bin" convert "$root/tests/data/hf-gpt2-A" "$tmp/hf-int8.lockstep" --quant int8 \
+      >"$tmp/convert.log" 2>&1 || { cat "$tmp/convert.log"; echo "FAIL: lockstep convert --quant int8"; exit 1; }
     exec node "$dir/controller_test.mjs" "$wasm" "$root/tests/data/hf-gpt2-A" \
-      "$tmp/hf.lockstep"
+      "$tmp/hf.lockstep" "$tmp/hf-int8.lockstep"
     ;;
   e2e)
     if [ ! -f "$dir/node_modules/playwright-core/package.json" ]; then
