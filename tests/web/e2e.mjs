@@ -3,10 +3,12 @@
 // (served by `lockstep serve-web`) loads and checks its modules, runs the
 // start-up probes, and generates with both backends; the tokens must equal
 // the native CLI's and WebGPU's logits must equal WebAssembly's bit for bit
-// at every step, for tiny128 (WebAssembly only: binary64) and the Hugging
+// at every step, for tiny128 (WebAssembly only: binary64), the Hugging
 // Face fixture (picked through the file input, as safetensors and as a
-// packed file). Exits 77 (CTest: skipped) only when the browser offers no
-// WebGPU adapter.
+// packed file), the shipped shakespeare-gpt2, and both GPT-2 models in
+// grouped int8 (`lockstep convert --quant int8`, picked through the file
+// input: WGSL's dot4I8Packed kernel against WebAssembly's int8 path). Exits
+// 77 (CTest: skipped) only when the browser offers no WebGPU adapter.
 //   node e2e.mjs --lockstep BUILD/lockstep --repo ROOT [--chromium PATH]
 //                [--screenshot OUT.png] [--tokens N]
 import { spawn, execFileSync } from 'node:child_process';
@@ -93,7 +95,7 @@ try {
   // The probes are verdicts about the adapter; the kernel self-test rows
   // must pass.
   const kernelRows = probes.filter((p) => p.startsWith('kernel'));
-  if (kernelRows.length !== 7 || kernelRows.some((p) => !/\| passes \|/.test(p))) {
+  if (kernelRows.length !== 10 || kernelRows.some((p) => !/\| passes \|/.test(p))) {
     fail('the kernel self-test did not pass: ' + JSON.stringify(kernelRows));
   }
 
@@ -181,6 +183,19 @@ try {
   await loadModel('models/shakespeare-gpt2/');
   await checkGpt2('shakespeare-gpt2 (shipped)',
                   join(repo, 'models', 'shakespeare-gpt2'), [['0', '0', '1']]);
+  // Grouped int8: the fixture and the shipped model through
+  // `lockstep convert --quant int8`, picked through the file input.
+  for (const [label, src] of [
+    ['hf-gpt2-A', fixture],
+    ['shakespeare-gpt2', join(repo, 'models', 'shakespeare-gpt2')]]) {
+    const q8 = join(tmp, `${label}-int8.lockstep`);
+    execFileSync(lockstep, ['convert', src, q8, '--quant', 'int8'],
+                 { stdio: 'ignore' });
+    await loadModel('files', [q8]);
+    const text = await page.textContent('#modelinfo');
+    if (!/grouped int8/.test(text)) fail(`${label} int8: the page says ${text}`);
+    await checkGpt2(`${label} (int8)`, q8, [['0', '0', '1']]);
+  }
   for (const t of times) {
     console.log(`time ${t.label} top-k ${t.k}: WebAssembly prefill ` +
                 `${t.wasm[0].toFixed(1)} ms, decode ${t.wasm[1].toFixed(1)} ` +
