@@ -154,6 +154,21 @@ if [ -n "$variants" ]; then
     sed "s/^/int8 unfused: /" | tee -a "$out/tests.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || test_rc=1
 fi
+# On a failure, the binary32 tests again with attention_kernel everywhere
+# (LOCKSTEP_CUDA_ATTN=1), with plain launches (LOCKSTEP_CUDA_PDL=0) and with
+# both, to tell which change a difference comes from.
+if [ "$test_rc" -ne 0 ]; then
+  for v in LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_PDL=0 \
+    "LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_PDL=0"; do
+    (
+      export $v
+      run ./build-gpu/tests/cuda_backend_test --gtest_color=no \
+        --gtest_filter='CudaBackend.*:CudaGpt2_124M.*:CudaBatch.*' 2>&1 |
+        grep -E "^\[  (PASSED|FAILED) |differ|Failure" | sed "s/^/$v: /" |
+        tee -a "$out/tests.txt"
+    )
+  done
+fi
 if [ "$test_rc" -ne 0 ] && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer on the small int8 tests (a test failed) =="
   run timeout 90 compute-sanitizer --tool memcheck ./build-gpu/tests/cuda_backend_test \

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -164,6 +165,77 @@ TEST(CudaBackend, LargerSizesBlockShapesBytesEqualToReference) {
                     RunTrace(*ref, c, tokens, {1, 5, 6}),
                     gpu->name() + " n_embd " + std::to_string(c.n_embd));
   }
+}
+
+// The passes' variants: matmul2 with each split (LOCKSTEP_CUDA_SPLIT 1, 2,
+// 4; the default picks one by shape), matmul_kernel (LOCKSTEP_CUDA_MATMUL=1),
+// attention_kernel instead of attention_pass_kernel (LOCKSTEP_CUDA_ATTN=1),
+// and every kernel launched plainly (LOCKSTEP_CUDA_PDL=0): full passes and
+// one prefill of every position (all positions' logits, the cache) equal
+// the reference's bytes.
+TEST(CudaBackend, BatchedProductVariantsBytesEqualToReference) {
+  SKIP_WITHOUT_DEVICE();
+  const ls_gpt2_config configs[] = {
+      {97, 160, 128, 2, 2},   // 2.5 row tiles of 64
+      {130, 140, 48, 3, 1},   // 48 outputs: a part-filled column tile
+      {64, 130, 768, 12, 1},  // 124M's widths, one layer
+      {70, 40, 40, 2, 1},     // n_embd 40: the sequential §2.1 branch
+  };
+  struct Variant {
+    const char* var;
+    const char* val;
+  };
+  const Variant variants[] = {{nullptr, nullptr},
+                              {"LOCKSTEP_CUDA_SPLIT", "1"},
+                              {"LOCKSTEP_CUDA_SPLIT", "2"},
+                              {"LOCKSTEP_CUDA_SPLIT", "4"},
+                              {"LOCKSTEP_CUDA_MATMUL", "1"},
+                              {"LOCKSTEP_CUDA_ATTN", "1"},
+                              {"LOCKSTEP_CUDA_PDL", "0"}};
+  uint64_t seed = 900;
+  size_t compared = 0, differ = 0;
+  for (const auto& c : configs) {
+    const auto w = lockstep::random_gpt2_weights(c, ++seed);
+    const auto tokens = RandomTokens(c, c.n_ctx, seed);
+    auto ref = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+    const std::vector<int> prefixes = {2, c.n_ctx / 2 + 1, c.n_ctx};
+    const Trace want = RunTrace(*ref, c, tokens, prefixes);
+    const size_t V = size_t(c.n_vocab);
+    for (const auto& v : variants) {
+      if (v.var) setenv(v.var, v.val, 1);
+      auto gpu = Cuda(c, w);
+      if (v.var) unsetenv(v.var);
+      const std::string what =
+          gpu->name() + " n_embd " + std::to_string(c.n_embd);
+      std::vector<float> logits(V);
+      for (size_t i = 0; i < prefixes.size(); ++i) {
+        ASSERT_EQ(gpu->infer(tokens.data(), prefixes[i], logits.data()), LS_OK);
+        EXPECT_TRUE(BytesEqual(logits, want.infer_logits[i]))
+            << what << ": infer over " << prefixes[i];
+        compared += V;
+        differ += CountDifferent(logits.data(), want.infer_logits[i].data(), V);
+      }
+      std::vector<float> cache(want.cache.size(),
+                               std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> all(size_t(c.n_ctx) * V);
+      ASSERT_EQ(gpu->prefill(cache.data(), cache.size(), 0, tokens.data(),
+                             c.n_ctx, 0, true, all.data()),
+                LS_OK);
+      for (int p = 0; p < c.n_ctx; ++p) {
+        EXPECT_TRUE(BytesEqual(all.data() + size_t(p) * V,
+                               want.step_logits[size_t(p)].data(), V))
+            << what << ": prefill logits at position " << p;
+        differ += CountDifferent(all.data() + size_t(p) * V,
+                                 want.step_logits[size_t(p)].data(), V);
+      }
+      compared += all.size();
+      EXPECT_TRUE(BytesEqual(cache, want.cache)) << what << ": cache words";
+      compared += cache.size();
+      differ += CountDifferent(cache.data(), want.cache.data(), cache.size());
+    }
+  }
+  std::printf("cuda batched product variants: %zu words compared, %zu differ\n",
+              compared, differ);
 }
 
 // Batched prefill in chunks (max_prefix 16: chunks of 16, 13, 1 and 7,

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/cuda_backend.h"
@@ -82,7 +83,10 @@ class CudaBackend final : public Gpt2Backend {
     return "cuda (" + device_name_ +
            (q8_ ? (q8_fuse_ ? ", int8" : ", int8, unfused") : "") +
            (!q8_ && matvec_ != 0 ? ", matvec " + std::to_string(matvec_) : "") +
-           (graph_exec_ ? "" : ", no graph") +
+           (graph_exec_ ? "" : ", no graph") + (pdl_ ? "" : ", no PDL") +
+           (!q8_ && matmul_ == 1 ? ", matmul 1" : "") +
+           (!q8_ && split_ ? ", split " + std::to_string(split_) : "") +
+           (attn_pass_ ? "" : ", attention 1") +
 #ifdef LOCKSTEP_CUDA_FAST
            ", fast: FMA and split sums, not the spec's bits" +
 #endif
@@ -107,7 +111,7 @@ class CudaBackend final : public Gpt2Backend {
     h_info_[cuda::Info::kSeqStride] = 0;
     h_info_[cuda::Info::kTokens] = token;
     if (graph_exec_) {
-      LS_CUDA(cudaGraphLaunch(graph_exec_, stream_));
+      LS_CUDA(graph_launch(graph_exec_, stream_));
     } else {
       enqueue_step();
     }
@@ -138,9 +142,8 @@ class CudaBackend final : public Gpt2Backend {
       const size_t V = size_t(c_.n_vocab);
       for (int t = 0; t < n; ++t) {
         enqueue_final(t);
-        LS_CUDA(cudaMemcpyAsync(logits + size_t(t) * V, d_logits_,
-                                V * sizeof(float), cudaMemcpyDeviceToHost,
-                                stream_));
+        LS_CUDA(copy_async(logits + size_t(t) * V, d_logits_, V * sizeof(float),
+                           cudaMemcpyDeviceToHost, stream_));
       }
       return finish(cache, cache_capacity, cache_len, n, nullptr);
     }
@@ -213,23 +216,22 @@ class CudaBackend final : public Gpt2Backend {
     std::memcpy(h_info_ + cuda::Info::kTokens, tokens, size_t(n) * 4);
     std::memcpy(h_info_ + cuda::Info::kTokens + n, positions, size_t(n) * 4);
     if (cudaGraphExec_t g = batch_graph(n)) {
-      LS_CUDA(cudaGraphLaunch(g, stream_));
+      LS_CUDA(graph_launch(g, stream_));
     } else {
       enqueue_batch(n);
     }
     // Back: the flags, the n rows of logits and each member's new row,
     // through pinned staging.
-    LS_CUDA(cudaMemcpyAsync(h_bflags_, d_bflags_, size_t(n) * sizeof(int),
-                            cudaMemcpyDeviceToHost, stream_));
-    LS_CUDA(cudaMemcpyAsync(h_bstage_, d_blogits_, size_t(n) * V * 4,
-                            cudaMemcpyDeviceToHost, stream_));
+    LS_CUDA(copy_async(h_bflags_, d_bflags_, size_t(n) * sizeof(int),
+                       cudaMemcpyDeviceToHost, stream_));
+    LS_CUDA(copy_async(h_bstage_, d_blogits_, size_t(n) * V * 4,
+                       cudaMemcpyDeviceToHost, stream_));
     const size_t cf = ls_gpt2_cache_floats(&c_);
     float* rows_stage = h_bstage_ + size_t(n) * V;
     for (int i = 0; i < n; ++i) {
-      LS_CUDA(cudaMemcpyAsync(rows_stage + size_t(i) * row,
-                              d_bcache_ + size_t(i) * cf + cache_lens[i],
-                              row * sizeof(float), cudaMemcpyDeviceToHost,
-                              stream_));
+      LS_CUDA(copy_async(rows_stage + size_t(i) * row,
+                         d_bcache_ + size_t(i) * cf + cache_lens[i],
+                         row * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     }
     LS_CUDA(cudaStreamSynchronize(stream_));
     std::memcpy(logits, h_bstage_, size_t(n) * V * sizeof(float));
@@ -267,7 +269,7 @@ class CudaBackend final : public Gpt2Backend {
     for (int r = 0; r <= reps; ++r) {
       LS_CUDA(cudaEventRecord(e0, stream_));
       if (g) {
-        LS_CUDA(cudaGraphLaunch(g, stream_));
+        LS_CUDA(graph_launch(g, stream_));
       } else {
         enqueue_batch(n);
       }
@@ -297,13 +299,34 @@ class CudaBackend final : public Gpt2Backend {
     h_info_[cuda::Info::kCount] = 1;
     h_info_[cuda::Info::kSeqStride] = 0;
     h_info_[cuda::Info::kTokens] = token;
+    return profile_launches([&] { enqueue_step(); });
+  }
+
+  // cuda::profile_prefill: a prefill of n tokens at position 0 (last
+  // logits, no copies back) launched kernel by kernel, as profile_step.
+  std::vector<std::pair<std::string, double>> profile_prefill(
+      const int32_t* tokens, int n) {
+    if (n < 1 || n > positions_) {
+      throw Error("CUDA backend: profile_prefill: bad arguments");
+    }
+    return profile_launches([&] {
+      put_info(0, tokens, n);
+      enqueue_layers(n, true);
+      enqueue_final(n - 1);
+    });
+  }
+
+  // The launches of `enqueue` with an event after each (launched), each
+  // kernel's device time from the events, summed by label.
+  template <typename F>
+  std::vector<std::pair<std::string, double>> profile_launches(F enqueue) {
     std::vector<std::pair<std::string, cudaEvent_t>> marks;
     cudaEvent_t start;
     LS_CUDA(cudaEventCreate(&start));
     LS_CUDA(cudaEventRecord(start, stream_));
     marks_ = &marks;
     try {
-      enqueue_step();
+      enqueue();
     } catch (...) {
       marks_ = nullptr;
       throw;
@@ -375,7 +398,7 @@ class CudaBackend final : public Gpt2Backend {
     for (int r = 0; r <= reps; ++r) {  // the first is a warm-up
       LS_CUDA(cudaEventRecord(e0, stream_));
       if (graph_exec_) {
-        LS_CUDA(cudaGraphLaunch(graph_exec_, stream_));
+        LS_CUDA(graph_launch(graph_exec_, stream_));
       } else {
         enqueue_step();
       }
@@ -394,6 +417,44 @@ class CudaBackend final : public Gpt2Backend {
   }
 
  private:
+  // Every kernel launch of the backend. With programmatic dependent launch
+  // (pdl_, LOCKSTEP_CUDA_PDL=0 turns it off) a kernel that directly
+  // follows another kernel in the stream is launched with
+  // cudaLaunchAttributeProgrammaticStreamSerialization: it may start while
+  // its predecessor runs, loads its weights, and waits in pdl_wait for the
+  // predecessor's completion and writes (kernels.cuh). A kernel after a
+  // copy, a memset or a graph launch, and every kernel while profiling, is
+  // launched plainly. Neither changes what any kernel computes.
+  template <typename... P, typename... A>
+  void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+              A&&... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream_;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = (pdl_ && after_kernel_ && !marks_) ? 1 : 0;
+    LS_CUDA(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
+    after_kernel_ = true;
+  }
+  cudaError_t copy_async(void* dst, const void* src, size_t bytes,
+                         cudaMemcpyKind kind, cudaStream_t s) {
+    after_kernel_ = false;
+    return cudaMemcpyAsync(dst, src, bytes, kind, s);
+  }
+  cudaError_t memset_async(void* dst, int v, size_t bytes, cudaStream_t s) {
+    after_kernel_ = false;
+    return cudaMemsetAsync(dst, v, bytes, s);
+  }
+  cudaError_t graph_launch(cudaGraphExec_t g, cudaStream_t s) {
+    after_kernel_ = false;
+    return cudaGraphLaunch(g, s);
+  }
+
   void init(const float* weights, size_t words, ls_gpt2_layout layout,
             const uint8_t* q8_weights, size_t q8_bytes) {
     int count = 0;
@@ -408,6 +469,12 @@ class CudaBackend final : public Gpt2Backend {
     sm_count_ = prop.multiProcessorCount;
     const char* fuse = std::getenv("LOCKSTEP_CUDA_Q8_FUSE");
     q8_fuse_ = !(fuse && std::strcmp(fuse, "0") == 0);
+    const char* mm = std::getenv("LOCKSTEP_CUDA_MATMUL");
+    if (mm && std::strcmp(mm, "1") == 0) matmul_ = 1;
+    const char* sp = std::getenv("LOCKSTEP_CUDA_SPLIT");
+    if (sp) split_ = std::atoi(sp);
+    const char* pdl = std::getenv("LOCKSTEP_CUDA_PDL");
+    pdl_ = prop.major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
     LS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 
     const size_t C = size_t(c_.n_embd), P = size_t(positions_);
@@ -439,21 +506,32 @@ class CudaBackend final : public Gpt2Backend {
     d_as_ = alloc<float>(P * C);
     d_fs_ = alloc<float>(P * 4 * C);
     d_hf_ = alloc<float>(C);
-    d_logits_ = alloc<float>(V);
-    d_flag_ = alloc<int>(1);
+    // The flag right after the logits: one copy brings both back.
+    d_logits_ = alloc<float>(V + 1);
+    d_flag_ = reinterpret_cast<int*>(d_logits_ + V);
     d_info_ = alloc<int>(cuda::Info::kTokens + 2 * P);
     // matvec3's block sums and per-tile counters (zero between launches).
     d_partial_ = alloc<float>(16 * 4 * C);
     d_counters_ = alloc<unsigned>(size_t(ceil_div(4 * c_.n_embd, 32)));
     LS_CUDA(cudaMemset(d_counters_, 0,
                        size_t(ceil_div(4 * c_.n_embd, 32)) * sizeof(unsigned)));
+    if (!q8_ && P > 1) {
+      // Up to 8 x P x C floats of tree nodes: S = 4 for N <= 2C, S = 2 up
+      // to 4C.
+      mpartial_floats_ = 8 * P * C;
+      d_mpartial_ = alloc<float>(mpartial_floats_);
+      const size_t tiles = size_t(ceil_div(int(P), cuda::kTile)) *
+                           size_t(ceil_div(4 * c_.n_embd, cuda::kTile));
+      d_mcounters_ = alloc<unsigned>(tiles);
+      LS_CUDA(cudaMemset(d_mcounters_, 0, tiles * sizeof(unsigned)));
+    }
     void* h = nullptr;
     LS_CUDA(cudaHostAlloc(&h, (cuda::Info::kTokens + 2 * P) * sizeof(int),
                           cudaHostAllocDefault));
     h_info_ = static_cast<int*>(h);
     LS_CUDA(cudaHostAlloc(&h, sizeof(int), cudaHostAllocDefault));
     h_flag_ = static_cast<int*>(h);
-    const size_t stage = V + ls_gpt2_cache_row_floats(&c_);
+    const size_t stage = V + 1 + ls_gpt2_cache_row_floats(&c_);
     LS_CUDA(cudaHostAlloc(&h, stage * sizeof(float), cudaHostAllocDefault));
     h_stage_ = static_cast<float*>(h);
     device_bytes_ += (cuda::Info::kTokens + 2 * P + 1) * sizeof(int) +
@@ -461,14 +539,35 @@ class CudaBackend final : public Gpt2Backend {
 
     const int D = c_.n_embd / c_.n_head;
     attention_smem_ = cuda::attention_smem_floats(D, c_.n_ctx) * sizeof(float);
+    const char* at = std::getenv("LOCKSTEP_CUDA_ATTN");
+    attn_pass_ = !(at && std::strcmp(at, "1") == 0);
+    if (cuda::attention_pass_smem(c_.n_ctx) > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::attention_pass_kernel,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(cuda::attention_pass_smem(c_.n_ctx))));
+    }
     if (attention_smem_ > 48 * 1024) {
-      LS_CUDA(cudaFuncSetAttribute(cuda::attention_kernel,
+      LS_CUDA(cudaFuncSetAttribute(cuda::attention_kernel<false>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(attention_smem_)));
+      LS_CUDA(cudaFuncSetAttribute(cuda::attention_kernel<true>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(attention_smem_)));
     }
     if (!q8_ && size_t(c_.n_embd) * sizeof(float) > 48 * 1024) {
       set_matvec_smem<cuda::kQkv>();
       set_matvec_smem<cuda::kGelu>();
+    }
+    if (!q8_) {
+      set_matmul2_smem<cuda::kQkv>();
+      set_matmul2_smem<cuda::kGelu>();
+      set_matmul2_smem<cuda::kResidual>();
+      int splits[3] = {1, 2, 4};
+      for (int i = 0; i < 3; ++i) {
+        LS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &matmul2_occ_[i], cuda::matmul2_kernel<cuda::kGelu, true>, 256,
+            cuda::matmul2_smem(splits[i])));
+      }
     }
     LS_CUDA(cudaDeviceSynchronize());
 
@@ -510,9 +609,9 @@ class CudaBackend final : public Gpt2Backend {
   }
 
   void enqueue_step() {
-    LS_CUDA(cudaMemcpyAsync(d_info_, h_info_,
-                            (cuda::Info::kTokens + 1) * sizeof(int),
-                            cudaMemcpyHostToDevice, stream_));
+    LS_CUDA(copy_async(d_info_, h_info_,
+                       (cuda::Info::kTokens + 1) * sizeof(int),
+                       cudaMemcpyHostToDevice, stream_));
     enqueue_layers(1, true);
     enqueue_final(0);
   }
@@ -588,14 +687,14 @@ class CudaBackend final : public Gpt2Backend {
   // attention of each row over its own cache; ln_f of the n rows and the
   // batched logits.
   void enqueue_batch(int n) {
-    LS_CUDA(cudaMemcpyAsync(d_info_, h_info_,
-                            size_t(cuda::Info::kTokens + 2 * n) * sizeof(int),
-                            cudaMemcpyHostToDevice, stream_));
-    LS_CUDA(cudaMemsetAsync(d_bflags_, 0, size_t(n) * sizeof(int), stream_));
+    LS_CUDA(copy_async(d_info_, h_info_,
+                       size_t(cuda::Info::kTokens + 2 * n) * sizeof(int),
+                       cudaMemcpyHostToDevice, stream_));
+    LS_CUDA(memset_async(d_bflags_, 0, size_t(n) * sizeof(int), stream_));
     const int C = c_.n_embd, D = C / c_.n_head;
     const size_t row = ls_gpt2_cache_row_floats(&c_);
-    cuda::embed_kernel<<<n, 256, 0, stream_>>>(d_w_, ls_gpt2_wpe_offset(&c_), C,
-                                               d_info_, d_xs_, d_flag_);
+    launch(cuda::embed_kernel, n, 256, 0, d_w_, ls_gpt2_wpe_offset(&c_), C,
+           d_info_, d_xs_, d_flag_);
     launched("embed");
     for (int l = 0; l < c_.n_layer; ++l) {
       const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
@@ -603,9 +702,9 @@ class CudaBackend final : public Gpt2Backend {
       layernorm(d_xs_, b.ln1_g, b.ln1_b, n, d_hs_);
       product_rows<cuda::kQkv>(d_hs_, b.attn_w, b.attn_b, n, C, 3 * C, d_qkvs_,
                                kv);
-      cuda::attention_kernel<<<dim3(c_.n_head, n), cuda::kAttnThreads,
-                               attention_smem_, stream_>>>(
-          d_qkvs_, kv, kv + C, row, C, D, c_.n_ctx, d_info_, d_as_);
+      launch(cuda::attention_kernel<false>, dim3(c_.n_head, n),
+             cuda::kAttnThreads, attention_smem_, d_qkvs_, kv, kv + C, row, C,
+             D, c_.n_ctx, d_info_, d_as_);
       launched("attention");
       product_rows<cuda::kResidual>(d_as_, b.proj_w, b.proj_b, n, C, C, d_xs_,
                                     nullptr);
@@ -619,14 +718,14 @@ class CudaBackend final : public Gpt2Backend {
     layernorm(d_xs_, lnf, lnf + c_.n_embd, n, d_hs_);
     const size_t V = size_t(c_.n_vocab);
     if (c_.n_embd % 64 == 0 && c_.n_embd <= 1600) {
-      cuda::logits_rows_kernel<<<ceil_div(c_.n_vocab, 16), 256, 0, stream_>>>(
-          d_hs_, d_w_, n, c_.n_embd, c_.n_vocab, d_blogits_, d_bflags_);
+      launch(cuda::logits_rows_kernel, ceil_div(c_.n_vocab, 16), 256, 0, d_hs_,
+             d_w_, n, c_.n_embd, c_.n_vocab, d_blogits_, d_bflags_);
       launched("logits rows");
     } else {
       for (int t = 0; t < n; ++t) {
-        cuda::logits_kernel<<<ceil_div(c_.n_vocab, 16), 256, 0, stream_>>>(
-            d_hs_ + size_t(t) * c_.n_embd, d_w_, c_.n_embd, c_.n_vocab,
-            d_blogits_ + size_t(t) * V, d_bflags_ + t);
+        launch(cuda::logits_kernel, ceil_div(c_.n_vocab, 16), 256, 0,
+               d_hs_ + size_t(t) * c_.n_embd, d_w_, c_.n_embd, c_.n_vocab,
+               d_blogits_ + size_t(t) * V, d_bflags_ + t);
         launched("logits");
       }
     }
@@ -642,12 +741,12 @@ class CudaBackend final : public Gpt2Backend {
     constexpr int kR = 8;
     if (N >= 2048) {
       const dim3 grid(ceil_div(N, 16), ceil_div(n, kR));
-      cuda::matvec_rows_kernel<16, kR, kEpi>
-          <<<grid, 256, 0, stream_>>>(x, w, b, n, K, N, y, kv, row, d_info_);
+      launch(cuda::matvec_rows_kernel<16, kR, kEpi>, grid, 256, 0, x, w, b, n,
+             K, N, y, kv, row, d_info_);
     } else {
       const dim3 grid(ceil_div(N, 8), ceil_div(n, kR));
-      cuda::matvec_rows_kernel<8, kR, kEpi>
-          <<<grid, 128, 0, stream_>>>(x, w, b, n, K, N, y, kv, row, d_info_);
+      launch(cuda::matvec_rows_kernel<8, kR, kEpi>, grid, 128, 0, x, w, b, n, K,
+             N, y, kv, row, d_info_);
     }
     launched("matvec rows", K, N);
   }
@@ -662,6 +761,13 @@ class CudaBackend final : public Gpt2Backend {
         cudaFuncSetAttribute(cuda::matvec_kernel<8, kEpi, true>, attr, bytes));
     LS_CUDA(
         cudaFuncSetAttribute(cuda::matvec_kernel<16, kEpi, true>, attr, bytes));
+  }
+
+  template <int kEpi>
+  void set_matmul2_smem() {
+    LS_CUDA(cudaFuncSetAttribute(cuda::matmul2_kernel<kEpi, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(cuda::matmul2_smem(1))));
   }
 
   template <typename T>
@@ -696,9 +802,9 @@ class CudaBackend final : public Gpt2Backend {
     h_info_[cuda::Info::kCount] = n;
     h_info_[cuda::Info::kSeqStride] = 0;
     std::memcpy(h_info_ + cuda::Info::kTokens, tokens, size_t(n) * 4);
-    LS_CUDA(cudaMemcpyAsync(d_info_, h_info_,
-                            size_t(cuda::Info::kTokens + n) * sizeof(int),
-                            cudaMemcpyHostToDevice, stream_));
+    LS_CUDA(copy_async(d_info_, h_info_,
+                       size_t(cuda::Info::kTokens + n) * sizeof(int),
+                       cudaMemcpyHostToDevice, stream_));
   }
 
   // Checks a launch; when profiling (profile_step), marks its end with an
@@ -742,15 +848,13 @@ class CudaBackend final : public Gpt2Backend {
       const size_t smem = size_t(ln ? K : K / nb) * sizeof(float);
       const dim3 grid(ceil_div(N, cuda::kV3Cols), nb);
       if (ln) {
-        cuda::matvec3_kernel<kEpi, true>
-            <<<grid, cuda::kV3Threads, smem, stream_>>>(
-                x, g, gb, w, b, K, N, y, kv, row, d_info_, d_partial_,
-                d_counters_);
+        launch(cuda::matvec3_kernel<kEpi, true>, grid, cuda::kV3Threads, smem,
+               x, g, gb, w, b, K, N, y, kv, row, d_info_, d_partial_,
+               d_counters_);
       } else {
-        cuda::matvec3_kernel<kEpi, false>
-            <<<grid, cuda::kV3Threads, smem, stream_>>>(
-                x, g, gb, w, b, K, N, y, kv, row, d_info_, d_partial_,
-                d_counters_);
+        launch(cuda::matvec3_kernel<kEpi, false>, grid, cuda::kV3Threads, smem,
+               x, g, gb, w, b, K, N, y, kv, row, d_info_, d_partial_,
+               d_counters_);
       }
       launched("matvec3", K, N);
       return;
@@ -759,23 +863,19 @@ class CudaBackend final : public Gpt2Backend {
       const size_t smem = size_t(K) * sizeof(float);
       if (N >= 2048) {
         if (ln) {
-          cuda::matvec2_kernel<16, kEpi, true>
-              <<<ceil_div(N, 16), 256, smem, stream_>>>(x, g, gb, w, b, K, N, y,
-                                                        kv, row, d_info_);
+          launch(cuda::matvec2_kernel<16, kEpi, true>, ceil_div(N, 16), 256,
+                 smem, x, g, gb, w, b, K, N, y, kv, row, d_info_);
         } else {
-          cuda::matvec2_kernel<16, kEpi, false>
-              <<<ceil_div(N, 16), 256, smem, stream_>>>(x, g, gb, w, b, K, N, y,
-                                                        kv, row, d_info_);
+          launch(cuda::matvec2_kernel<16, kEpi, false>, ceil_div(N, 16), 256,
+                 smem, x, g, gb, w, b, K, N, y, kv, row, d_info_);
         }
       } else {
         if (ln) {
-          cuda::matvec2_kernel<8, kEpi, true>
-              <<<ceil_div(N, 8), 128, smem, stream_>>>(x, g, gb, w, b, K, N, y,
-                                                       kv, row, d_info_);
+          launch(cuda::matvec2_kernel<8, kEpi, true>, ceil_div(N, 8), 128, smem,
+                 x, g, gb, w, b, K, N, y, kv, row, d_info_);
         } else {
-          cuda::matvec2_kernel<8, kEpi, false>
-              <<<ceil_div(N, 8), 128, smem, stream_>>>(x, g, gb, w, b, K, N, y,
-                                                       kv, row, d_info_);
+          launch(cuda::matvec2_kernel<8, kEpi, false>, ceil_div(N, 8), 128,
+                 smem, x, g, gb, w, b, K, N, y, kv, row, d_info_);
         }
       }
       launched("matvec2", K, N);
@@ -785,23 +885,19 @@ class CudaBackend final : public Gpt2Backend {
       const size_t smem = ln ? size_t(K) * sizeof(float) : 0;
       if (N >= 2048) {
         if (ln) {
-          cuda::matvec_kernel<16, kEpi, true>
-              <<<ceil_div(N, 16), 256, smem, stream_>>>(x, g, gb, w, b, K, N, y,
-                                                        kv, row, d_info_);
+          launch(cuda::matvec_kernel<16, kEpi, true>, ceil_div(N, 16), 256,
+                 smem, x, g, gb, w, b, K, N, y, kv, row, d_info_);
         } else {
-          cuda::matvec_kernel<16, kEpi, false>
-              <<<ceil_div(N, 16), 256, 0, stream_>>>(x, g, gb, w, b, K, N, y,
-                                                     kv, row, d_info_);
+          launch(cuda::matvec_kernel<16, kEpi, false>, ceil_div(N, 16), 256, 0,
+                 x, g, gb, w, b, K, N, y, kv, row, d_info_);
         }
       } else {
         if (ln) {
-          cuda::matvec_kernel<8, kEpi, true>
-              <<<ceil_div(N, 8), 128, smem, stream_>>>(x, g, gb, w, b, K, N, y,
-                                                       kv, row, d_info_);
+          launch(cuda::matvec_kernel<8, kEpi, true>, ceil_div(N, 8), 128, smem,
+                 x, g, gb, w, b, K, N, y, kv, row, d_info_);
         } else {
-          cuda::matvec_kernel<8, kEpi, false>
-              <<<ceil_div(N, 8), 128, 0, stream_>>>(x, g, gb, w, b, K, N, y, kv,
-                                                    row, d_info_);
+          launch(cuda::matvec_kernel<8, kEpi, false>, ceil_div(N, 8), 128, 0, x,
+                 g, gb, w, b, K, N, y, kv, row, d_info_);
         }
       }
       launched("matvec", K, N);
@@ -811,21 +907,92 @@ class CudaBackend final : public Gpt2Backend {
       layernorm(x, ln_g, ln_b, n, d_hs_);
       x = d_hs_;
     }
+    if (matmul_ == 2) {
+      const int S = K % 16 == 0 ? split_for(n, N) : 1;
+      const dim3 grid(ceil_div(N, cuda::kTile), ceil_div(n, cuda::kTile), S);
+      if (K % 16 == 0) {
+        launch(cuda::matmul2_kernel<kEpi, true>, grid, 256,
+               cuda::matmul2_smem(S), x, w, b, n, K, N, y, kv, row, d_info_,
+               d_mpartial_, d_mcounters_);
+      } else {
+        launch(cuda::matmul2_kernel<kEpi, false>, grid, 256, 0, x, w, b, n, K,
+               N, y, kv, row, d_info_, d_mpartial_, d_mcounters_);
+      }
+      launched(S == 1   ? "matmul2"
+               : S == 2 ? "matmul2 split 2"
+                        : "matmul2 split 4",
+               K, N);
+      return;
+    }
     const dim3 grid(ceil_div(N, cuda::kTile), ceil_div(n, cuda::kTile));
     if (K % 16 == 0) {
-      cuda::matmul_kernel<kEpi, true>
-          <<<grid, 256, 0, stream_>>>(x, w, b, n, K, N, y, kv, row, d_info_);
+      launch(cuda::matmul_kernel<kEpi, true>, grid, 256, 0, x, w, b, n, K, N, y,
+             kv, row, d_info_);
     } else {
-      cuda::matmul_kernel<kEpi, false>
-          <<<grid, 256, 0, stream_>>>(x, w, b, n, K, N, y, kv, row, d_info_);
+      launch(cuda::matmul_kernel<kEpi, false>, grid, 256, 0, x, w, b, n, K, N,
+             y, kv, row, d_info_);
     }
     launched("matmul", K, N);
   }
 
+  // matmul2's split S (1, 2 or 4) for n positions and N outputs:
+  // LOCKSTEP_CUDA_SPLIT forces one (where the partial sums fit); else the S
+  // with the fewest rounds of work per multiprocessor, by a simple model:
+  // the S * tiles blocks run occ[S] at a time on each multiprocessor, each
+  // doing 16 / S block sums, ties to the smaller S.
+  int split_for(int n, int N) const {
+    const int tiles = ceil_div(N, cuda::kTile) * ceil_div(n, cuda::kTile);
+    auto fits = [&](int S) {
+      return size_t(S) * size_t(n) * size_t(N) <= mpartial_floats_;
+    };
+    if (split_ == 1 || split_ == 2 || split_ == 4) {
+      return fits(split_) ? split_ : 1;
+    }
+    int best = 1;
+    double best_cost = 0;
+    for (int S : {1, 2, 4}) {
+      if (!fits(S)) continue;
+      const int occ = std::max(1, matmul2_occ_[S == 1 ? 0 : S == 2 ? 1 : 2]);
+      const int slots = sm_count_ * occ;
+      const double waves = double(ceil_div(tiles * S, slots));
+      // A partly filled multiprocessor runs its blocks no faster than a
+      // full one: each wave costs occ blocks' work.
+      const double cost = waves * occ * (16.0 / S);
+      if (S == 1 || cost < best_cost) best = S, best_cost = cost;
+    }
+    return best;
+  }
+
+  // §6 attention of the pass's n queries (q|k|v in d_qkvs_, output d_as_):
+  // attention_kernel (a block per head and query) for one position (with
+  // its loads issued together, kPre), D > 64 or LOCKSTEP_CUDA_ATTN=1 (then
+  // without kPre for one position too); else attention_pass_kernel (16
+  // queries per block; same operations, same order).
+  void attention(int n, const float* keys, const float* values, size_t stride) {
+    const int C = c_.n_embd, D = C / c_.n_head;
+    if (n > 1 && D <= 64 && attn_pass_) {
+      launch(cuda::attention_pass_kernel,
+             dim3(c_.n_head, ceil_div(n, cuda::kAttnQ)), cuda::kAttnThreads,
+             cuda::attention_pass_smem(c_.n_ctx), d_qkvs_, keys, values, stride,
+             C, D, n, c_.n_ctx, d_info_, d_as_);
+      launched("attention pass");
+      return;
+    }
+    if (n == 1 && attn_pass_) {
+      launch(cuda::attention_kernel<true>, dim3(c_.n_head, n),
+             cuda::kAttnThreads, attention_smem_, d_qkvs_, keys, values, stride,
+             C, D, c_.n_ctx, d_info_, d_as_);
+    } else {
+      launch(cuda::attention_kernel<false>, dim3(c_.n_head, n),
+             cuda::kAttnThreads, attention_smem_, d_qkvs_, keys, values, stride,
+             C, D, c_.n_ctx, d_info_, d_as_);
+    }
+    launched("attention");
+  }
+
   void layernorm(const float* x, size_t g_off, size_t b_off, int n, float* y) {
-    cuda::layernorm_kernel<<<n, 256, size_t(c_.n_embd) * sizeof(float),
-                             stream_>>>(x, d_w_ + g_off, d_w_ + b_off,
-                                        c_.n_embd, y);
+    launch(cuda::layernorm_kernel, n, 256, size_t(c_.n_embd) * sizeof(float), x,
+           d_w_ + g_off, d_w_ + b_off, c_.n_embd, y);
     launched("layernorm");
   }
 
@@ -838,10 +1005,10 @@ class CudaBackend final : public Gpt2Backend {
       enqueue_layers_q8(n, with_cache);
       return;
     }
-    const int C = c_.n_embd, D = C / c_.n_head;
+    const int C = c_.n_embd;
     const size_t row = ls_gpt2_cache_row_floats(&c_);
-    cuda::embed_kernel<<<n, 256, 0, stream_>>>(d_w_, ls_gpt2_wpe_offset(&c_), C,
-                                               d_info_, d_xs_, d_flag_);
+    launch(cuda::embed_kernel, n, 256, 0, d_w_, ls_gpt2_wpe_offset(&c_), C,
+           d_info_, d_xs_, d_flag_);
     launched("embed");
     for (int l = 0; l < c_.n_layer; ++l) {
       const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
@@ -851,10 +1018,7 @@ class CudaBackend final : public Gpt2Backend {
       const float* keys = with_cache ? kv : d_qkvs_ + C;
       const float* values = with_cache ? kv + C : d_qkvs_ + 2 * C;
       const size_t stride = with_cache ? row : size_t(3 * C);
-      cuda::attention_kernel<<<dim3(c_.n_head, n), cuda::kAttnThreads,
-                               attention_smem_, stream_>>>(
-          d_qkvs_, keys, values, stride, C, D, c_.n_ctx, d_info_, d_as_);
-      launched("attention");
+      attention(n, keys, values, stride);
       product<cuda::kResidual>(d_as_, false, 0, 0, b.proj_w, b.proj_b, n, C, C,
                                d_xs_, nullptr);
       product<cuda::kGelu>(d_xs_, true, b.ln2_g, b.ln2_b, b.fc_w, b.fc_b, n, C,
@@ -872,8 +1036,8 @@ class CudaBackend final : public Gpt2Backend {
     }
     const size_t lnf = ls_gpt2_lnf_offset(&c_);
     layernorm(d_xs_ + size_t(t) * c_.n_embd, lnf, lnf + c_.n_embd, 1, d_hf_);
-    cuda::logits_kernel<<<ceil_div(c_.n_vocab, 16), 256, 0, stream_>>>(
-        d_hf_, d_w_, c_.n_embd, c_.n_vocab, d_logits_, d_flag_);
+    launch(cuda::logits_kernel, ceil_div(c_.n_vocab, 16), 256, 0, d_hf_, d_w_,
+           c_.n_embd, c_.n_vocab, d_logits_, d_flag_);
     launched("logits");
   }
 
@@ -932,11 +1096,11 @@ class CudaBackend final : public Gpt2Backend {
                    int K) {
     const size_t smem = size_t(K) * sizeof(float);
     if (ln) {
-      cuda::quantize_q8_kernel<true><<<n, 256, smem, stream_>>>(
-          x, q8_floats(ln_g), q8_floats(ln_b), K, d_qx_, d_sx_, d_bad_);
+      launch(cuda::quantize_q8_kernel<true>, n, 256, smem, x, q8_floats(ln_g),
+             q8_floats(ln_b), K, d_qx_, d_sx_, d_bad_);
     } else {
-      cuda::quantize_q8_kernel<false><<<n, 256, smem, stream_>>>(
-          x, nullptr, nullptr, K, d_qx_, d_sx_, d_bad_);
+      launch(cuda::quantize_q8_kernel<false>, n, 256, smem, x, nullptr, nullptr,
+             K, d_qx_, d_sx_, d_bad_);
     }
     launched("quantize", K, n);
   }
@@ -953,15 +1117,14 @@ class CudaBackend final : public Gpt2Backend {
     const int G = K / cuda::kQ8Group;
     if (n == 1) {
       const int warps = std::min(16, G);
-      cuda::q8_matmul_kernel<1, kEpi><<<ceil_div(N, cuda::kQ8Cols), 32 * warps,
-                                        cuda::q8_matmul_smem(1, K), stream_>>>(
-          d_qx_, d_sx_, d_bad_, m, bias, 1, K, N, y, kv, row, d_info_, d_flag_);
+      launch(cuda::q8_matmul_kernel<1, kEpi>, ceil_div(N, cuda::kQ8Cols),
+             32 * warps, cuda::q8_matmul_smem(1, K), d_qx_, d_sx_, d_bad_, m,
+             bias, 1, K, N, y, kv, row, d_info_, d_flag_);
     } else {
       const dim3 grid(ceil_div(N, cuda::kQ8Cols), ceil_div(n, 8));
-      cuda::q8_matmul_kernel<8, kEpi>
-          <<<grid, 512, cuda::q8_matmul_smem(8, K), stream_>>>(
-              d_qx_, d_sx_, d_bad_, m, bias, n, K, N, y, kv, row, d_info_,
-              d_flag_);
+      launch(cuda::q8_matmul_kernel<8, kEpi>, grid, 512,
+             cuda::q8_matmul_smem(8, K), d_qx_, d_sx_, d_bad_, m, bias, n, K, N,
+             y, kv, row, d_info_, d_flag_);
     }
     launched("q8 product", K, N);
   }
@@ -976,11 +1139,10 @@ class CudaBackend final : public Gpt2Backend {
     const int blocks = ceil_div(N, cuda::kQ8Cols);
     if (n == 1 && q8_fuse_ && blocks <= 2 * sm_count_) {
       const int warps = std::min(16, K / cuda::kQ8Group);
-      cuda::q8_fused_kernel<kEpi, kLn>
-          <<<blocks, 32 * warps, cuda::q8_fused_smem(K), stream_>>>(
-              x, kLn ? q8_floats(ln_g) : nullptr,
-              kLn ? q8_floats(ln_b) : nullptr, d_wq_ + w_off, q8_floats(b_off),
-              K, N, y, kv, ls_gpt2_cache_row_floats(&c_), d_info_, d_flag_);
+      launch(cuda::q8_fused_kernel<kEpi, kLn>, blocks, 32 * warps,
+             cuda::q8_fused_smem(K), x, kLn ? q8_floats(ln_g) : nullptr,
+             kLn ? q8_floats(ln_b) : nullptr, d_wq_ + w_off, q8_floats(b_off),
+             K, N, y, kv, ls_gpt2_cache_row_floats(&c_), d_info_, d_flag_);
       launched("q8 fused", K, N);
       return;
     }
@@ -992,11 +1154,11 @@ class CudaBackend final : public Gpt2Backend {
   // embeddings dequantized, then per block the four projections on int8
   // inputs quantized per position, attention and the rest in binary32.
   void enqueue_layers_q8(int n, bool with_cache) {
-    const int C = c_.n_embd, D = C / c_.n_head;
+    const int C = c_.n_embd;
     const size_t row = ls_gpt2_cache_row_floats(&c_);
-    cuda::embed_q8_kernel<<<n, 256, 0, stream_>>>(
-        d_wq_, d_wq_ + ls_gpt2_q8_wpe_offset(&c_), C, c_.n_vocab, c_.n_ctx,
-        d_info_, d_xs_, d_flag_);
+    launch(cuda::embed_q8_kernel, n, 256, 0, d_wq_,
+           d_wq_ + ls_gpt2_q8_wpe_offset(&c_), C, c_.n_vocab, c_.n_ctx, d_info_,
+           d_xs_, d_flag_);
     launched("embed q8");
     for (int l = 0; l < c_.n_layer; ++l) {
       const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(&c_, l);
@@ -1006,10 +1168,7 @@ class CudaBackend final : public Gpt2Backend {
       const float* keys = with_cache ? kv : d_qkvs_ + C;
       const float* values = with_cache ? kv + C : d_qkvs_ + 2 * C;
       const size_t stride = with_cache ? row : size_t(3 * C);
-      cuda::attention_kernel<<<dim3(c_.n_head, n), cuda::kAttnThreads,
-                               attention_smem_, stream_>>>(
-          d_qkvs_, keys, values, stride, C, D, c_.n_ctx, d_info_, d_as_);
-      launched("attention");
+      attention(n, keys, values, stride);
       project_q8<cuda::kResidual, false>(d_as_, 0, 0, b.proj_w, b.proj_b, n, C,
                                          C, d_xs_, nullptr);
       project_q8<cuda::kGelu, true>(d_xs_, b.ln2_g, b.ln2_b, b.fc_w, b.fc_b, n,
@@ -1028,7 +1187,7 @@ class CudaBackend final : public Gpt2Backend {
                                 d_logits_, nullptr);
   }
 
-  // Copies back the flag, the logits (unless null) and the n cache rows
+  // Copies back the logits (unless null) with the flag, and the n cache rows
   // appended after cache_len, waits, and records the mirror's state. The
   // logits and one row go through pinned staging (a pageable copy of 200
   // KB costs more than the copy into pinned memory plus a host memcpy);
@@ -1039,26 +1198,33 @@ class CudaBackend final : public Gpt2Backend {
     const size_t row = ls_gpt2_cache_row_floats(&c_);
     const size_t rows = size_t(n) * row;
     const bool stage_row = cache && n == 1;
-    LS_CUDA(cudaMemcpyAsync(h_flag_, d_flag_, sizeof(int),
-                            cudaMemcpyDeviceToHost, stream_));
     if (logits) {
-      LS_CUDA(cudaMemcpyAsync(h_stage_, d_logits_, V * sizeof(float),
-                              cudaMemcpyDeviceToHost, stream_));
+      // The logits and the flag after them.
+      LS_CUDA(copy_async(h_stage_, d_logits_, (V + 1) * sizeof(float),
+                         cudaMemcpyDeviceToHost, stream_));
+    } else {
+      LS_CUDA(copy_async(h_flag_, d_flag_, sizeof(int), cudaMemcpyDeviceToHost,
+                         stream_));
     }
     if (stage_row) {
-      LS_CUDA(cudaMemcpyAsync(h_stage_ + V, d_cache_ + cache_len,
-                              row * sizeof(float), cudaMemcpyDeviceToHost,
-                              stream_));
+      LS_CUDA(copy_async(h_stage_ + V + 1, d_cache_ + cache_len,
+                         row * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     } else if (cache && rows) {
-      LS_CUDA(cudaMemcpyAsync(cache + cache_len, d_cache_ + cache_len,
-                              rows * sizeof(float), cudaMemcpyDeviceToHost,
-                              stream_));
+      LS_CUDA(copy_async(cache + cache_len, d_cache_ + cache_len,
+                         rows * sizeof(float), cudaMemcpyDeviceToHost,
+                         stream_));
     }
     LS_CUDA(cudaStreamSynchronize(stream_));
-    if (logits) std::memcpy(logits, h_stage_, V * sizeof(float));
-    if (stage_row) std::memcpy(cache + cache_len, h_stage_ + V, row * 4);
+    int flag = 0;
+    if (logits) {
+      std::memcpy(logits, h_stage_, V * sizeof(float));
+      std::memcpy(&flag, h_stage_ + V, sizeof(int));
+    } else {
+      flag = *h_flag_;
+    }
+    if (stage_row) std::memcpy(cache + cache_len, h_stage_ + V + 1, row * 4);
     if (cache) note_synced(mirror_, cache, cache_capacity, cache_len + rows);
-    return *h_flag_ ? LS_ERR_OUTPUT_NONFINITE : LS_OK;
+    return flag ? LS_ERR_OUTPUT_NONFINITE : LS_OK;
   }
 
   // The device mirror m holds the host's rows [0, cache_len) when the
@@ -1081,8 +1247,8 @@ class CudaBackend final : public Gpt2Backend {
     }
     m.sample_from = rows;
     if (!trusted && rows > 0) {
-      LS_CUDA(cudaMemcpyAsync(m.device, cache, cache_len * sizeof(float),
-                              cudaMemcpyHostToDevice, stream_));
+      LS_CUDA(copy_async(m.device, cache, cache_len * sizeof(float),
+                         cudaMemcpyHostToDevice, stream_));
       ++uploads_;
       m.sample_from = 0;
     }
@@ -1115,9 +1281,12 @@ class CudaBackend final : public Gpt2Backend {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   size_t attention_smem_ = 0;
-  int matvec_ = 0;       // LOCKSTEP_CUDA_MATVEC (0: 3 or 1 by shape)
-  bool q8_ = false;      // grouped int8 weights (d_wq_)
-  bool q8_fuse_ = true;  // LOCKSTEP_CUDA_Q8_FUSE
+  int matvec_ = 0;         // LOCKSTEP_CUDA_MATVEC (0: 3 or 1 by shape)
+  bool q8_ = false;        // grouped int8 weights (d_wq_)
+  bool q8_fuse_ = true;    // LOCKSTEP_CUDA_Q8_FUSE
+  bool pdl_ = true;        // LOCKSTEP_CUDA_PDL: programmatic dependent launch
+  bool attn_pass_ = true;  // LOCKSTEP_CUDA_ATTN=1: attention_kernel<false>
+  bool after_kernel_ = false;  // the stream's last operation was a kernel
   int sm_count_ = 1;
   uint8_t* d_wq_ = nullptr;
   int8_t* d_qx_ = nullptr;  // a projection's quantized inputs [n][K]
@@ -1134,9 +1303,18 @@ class CudaBackend final : public Gpt2Backend {
   int* d_info_ = nullptr;
   float* d_partial_ = nullptr;
   unsigned* d_counters_ = nullptr;
+  // matmul2 (LOCKSTEP_CUDA_MATMUL, default 2): the split's tree nodes
+  // [S][n][N], per-tile counters, LOCKSTEP_CUDA_SPLIT (0: by split_for),
+  // and the blocks per multiprocessor for S = 1, 2, 4.
+  int matmul_ = 2;
+  int split_ = 0;
+  float* d_mpartial_ = nullptr;
+  size_t mpartial_floats_ = 0;
+  unsigned* d_mcounters_ = nullptr;
+  int matmul2_occ_[3] = {1, 1, 1};
   int* h_info_ = nullptr;
   int* h_flag_ = nullptr;
-  float* h_stage_ = nullptr;  // pinned: the logits, then one cache row
+  float* h_stage_ = nullptr;  // pinned: the logits, the flag, a cache row
   // The single sequence's mirror (sync_cache).
   Mirror mirror_;
   long uploads_ = 0;
@@ -1303,6 +1481,11 @@ std::vector<std::pair<std::string, double>> profile_step(Gpt2Backend& b,
                                                          int position,
                                                          int token) {
   return as_cuda(b, "profile_step").profile_step(position, token);
+}
+
+std::vector<std::pair<std::string, double>> profile_prefill(
+    Gpt2Backend& b, const int32_t* tokens, int n) {
+  return as_cuda(b, "profile_prefill").profile_prefill(tokens, n);
 }
 
 double device_step_seconds(Gpt2Backend& b, int position, int token, int reps) {

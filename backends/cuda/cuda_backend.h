@@ -72,6 +72,11 @@ std::vector<std::pair<std::string, double>> profile_step(Gpt2Backend& b,
 // `reps`, in seconds. n <= the backend's max_prefix.
 double device_prefill_seconds(Gpt2Backend& b, const int32_t* tokens, int n,
                               int reps);
+// A prefill of tokens[0..n) at position 0 (last logits, no copies back)
+// launched kernel by kernel with an event after each, as profile_step:
+// milliseconds per kernel label, summed, in launch order.
+std::vector<std::pair<std::string, double>> profile_prefill(
+    Gpt2Backend& b, const int32_t* tokens, int n);
 
 // Batches: a decode step for each of n independent sequences at once.
 // Member i is step(caches[i], capacities[i], cache_lens[i], tokens[i],
@@ -111,6 +116,8 @@ std::unique_ptr<Gpt2Backend> make_cuda_backend(const ls_gpt2_config& c,
 double device_step_seconds(Gpt2Backend& b, int position, int token, int reps);
 double device_prefill_seconds(Gpt2Backend& b, const int32_t* tokens, int n,
                               int reps);
+std::vector<std::pair<std::string, double>> profile_prefill(
+    Gpt2Backend& b, const int32_t* tokens, int n);
 std::vector<std::pair<std::string, double>> profile_step(Gpt2Backend& b,
                                                          int position,
                                                          int token);

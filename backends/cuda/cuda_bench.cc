@@ -27,6 +27,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/backend.h"
@@ -172,6 +173,22 @@ int run(int repeat, bool batches_only) {
           flops_for(n) / dev / peak;
     }
     {
+      // Where a 512-token prefill's time goes (kernel by kernel; median of
+      // 3 after a warm-up).
+      std::vector<std::vector<std::pair<std::string, double>>> runs;
+      for (int r = 0; r < 4; ++r) {
+        auto p = cu::profile_prefill(*be, tokens.data(), 512);
+        if (r > 0) runs.push_back(p);
+      }
+      nlohmann::json prof = nlohmann::json::object();
+      for (size_t i = 0; i < runs[0].size(); ++i) {
+        std::vector<double> v;
+        for (const auto& r : runs) v.push_back(r[i].second);
+        prof[runs[0][i].first] = median(v);
+      }
+      out["prefill_profile_ms_512"] = prof;
+    }
+    {
       std::vector<double> runs;
       for (int r = 0; r <= repeat; ++r) {
         const auto t0 = Clock::now();
@@ -261,6 +278,42 @@ int run(int repeat, bool batches_only) {
   for (int r = 0; r < repeat; ++r) plain_runs.push_back(decode(*plain, 0));
   out["decode_no_graph_tokens_per_s_pos0_127"] = median(plain_runs);
   unsetenv("LOCKSTEP_CUDA_GRAPH");
+  plain.reset();
+
+  // The same decode without programmatic dependent launch (each kernel
+  // starts only when the one before it has finished).
+  {
+    setenv("LOCKSTEP_CUDA_PDL", "0", 1);
+    auto b = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 16);
+    unsetenv("LOCKSTEP_CUDA_PDL");
+    out["no_pdl_backend_name"] = b->name();
+    decode(*b, 0);
+    std::vector<double> runs;
+    for (int r = 0; r < repeat; ++r) runs.push_back(decode(*b, 0));
+    out["decode_no_pdl_tokens_per_s_pos0_127"] = median(runs);
+    out["no_pdl_device_step_ms_pos0"] =
+        cu::device_step_seconds(*b, 0, tokens[0], 50) * 1e3;
+  }
+
+  // Prefill of 512 with the other batched products: matmul_kernel
+  // (LOCKSTEP_CUDA_MATMUL=1), matmul2 with each split forced
+  // (LOCKSTEP_CUDA_SPLIT), attention_kernel for the pass
+  // (LOCKSTEP_CUDA_ATTN=1), and without programmatic dependent launch.
+  for (const auto& [name, var, val] :
+       std::vector<std::tuple<std::string, const char*, const char*>>{
+           {"matmul1", "LOCKSTEP_CUDA_MATMUL", "1"},
+           {"split1", "LOCKSTEP_CUDA_SPLIT", "1"},
+           {"split2", "LOCKSTEP_CUDA_SPLIT", "2"},
+           {"split4", "LOCKSTEP_CUDA_SPLIT", "4"},
+           {"attn1", "LOCKSTEP_CUDA_ATTN", "1"},
+           {"no_pdl", "LOCKSTEP_CUDA_PDL", "0"}}) {
+    setenv(var, val, 1);
+    auto b = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 512);
+    unsetenv(var);
+    out["prefill_" + name + "_backend_name"] = b->name();
+    out["device_prefill_s_512_" + name] =
+        cu::device_prefill_seconds(*b, tokens.data(), 512, repeat);
+  }
 
   // Grouped int8: the same weights quantized (docs/int8.md).
   std::fprintf(stderr, "cuda_bench: int8\n");
@@ -348,6 +401,8 @@ int run(int repeat, bool batches_only) {
                         "device_step_ms_pos1023",
                         "device_step_vs_floor_pos0",
                         "decode_no_graph_tokens_per_s_pos0_127",
+                        "decode_no_pdl_tokens_per_s_pos0_127",
+                        "no_pdl_device_step_ms_pos0",
                         "matvec1_decode_tokens_per_s_pos0_127",
                         "matvec1_device_step_ms_pos0",
                         "matvec2_decode_tokens_per_s_pos0_127",
@@ -363,6 +418,12 @@ int run(int repeat, bool batches_only) {
                         "prefill_512_vs_nonfma_peak",
                         "device_prefill_s_512",
                         "device_prefill_512_vs_nonfma_peak",
+                        "device_prefill_s_512_matmul1",
+                        "device_prefill_s_512_split1",
+                        "device_prefill_s_512_split2",
+                        "device_prefill_s_512_split4",
+                        "device_prefill_s_512_attn1",
+                        "device_prefill_s_512_no_pdl",
                         "infer128_s",
                         "batch1_decode_tokens_per_s_pos0_127",
                         "batch8_decode_tokens_per_s_pos0_127",
@@ -389,8 +450,8 @@ int run(int repeat, bool batches_only) {
       std::fprintf(stderr, "%-40s %14.4f\n", k, out[k].get<double>());
     }
   }
-  for (const char* k :
-       {"profile_ms_pos0", "profile_ms_pos1023", "q8_profile_ms_pos0"}) {
+  for (const char* k : {"profile_ms_pos0", "profile_ms_pos1023",
+                        "q8_profile_ms_pos0", "prefill_profile_ms_512"}) {
     if (!out.contains(k)) continue;
     std::fprintf(stderr, "%s (kernel by kernel, no graph):\n", k);
     for (const auto& [label, ms] : out[k].items()) {

@@ -90,11 +90,33 @@ __device__ __forceinline__ float tree16_lanes(float v) {
   return v;
 }
 
+// Programmatic dependent launch (Hopper, docs/cuda.md): a kernel launched
+// with cudaLaunchAttributeProgrammaticStreamSerialization may start while
+// the kernel before it in the stream still runs. Each kernel here first
+// lets its own successor start (pdl_launch_dependents), may load what no
+// earlier kernel writes (the weights), then waits (pdl_wait) until every
+// earlier kernel has finished and its writes are visible, before it reads
+// or writes anything else. Launched without the attribute, the wait
+// returns at once. Every kernel waits in every thread, so a kernel's
+// completion still implies its predecessors'.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // §6 embeddings for n positions (one block each): x = wte[token] +
 // wpe[position]. Also clears the non-finite flag of the pass.
 __global__ void embed_kernel(const float* __restrict__ w, size_t wpe_off, int C,
                              const int* __restrict__ info, float* x,
                              int* flag) {
+  pdl_launch_dependents();
+  pdl_wait();
   const int t = blockIdx.x;
   const int token = info[Info::kTokens + t];
   const int pos = row_position(info, t);
@@ -130,8 +152,17 @@ __device__ __forceinline__ float warp_ordered_sum(const float* v, int n) {
     const int len = n / 16;
     if (lane < 16) {
       const float* p = v + lane * len;
-      for (int k = 0; k < len; ++k) {
-        acc = __fadd_rn(acc, kSquare ? __fmul_rn(p[k], p[k]) : p[k]);
+      if (len == 48) {
+        // GPT-2 124M (n = 768): unrolled, so that the loads run ahead of
+        // the additions (the same additions in the same order).
+#pragma unroll
+        for (int k = 0; k < 48; ++k) {
+          acc = __fadd_rn(acc, kSquare ? __fmul_rn(p[k], p[k]) : p[k]);
+        }
+      } else {
+        for (int k = 0; k < len; ++k) {
+          acc = __fadd_rn(acc, kSquare ? __fmul_rn(p[k], p[k]) : p[k]);
+        }
       }
     }
     return tree16_lanes(acc);
@@ -144,6 +175,25 @@ __device__ __forceinline__ float warp_ordered_sum(const float* v, int n) {
   return acc;
 }
 
+// LayerNorm's gain and bias for this thread's first kLnPer elements (k =
+// threadIdx.x + i * blockDim.x), loaded before pdl_wait: they are weights,
+// so their loads overlap the previous kernel instead of following the
+// LayerNorm's sums.
+constexpr int kLnPer = 4;
+struct LnPre {
+  float g[kLnPer], b[kLnPer];
+};
+__device__ __forceinline__ void ln_preload(const float* __restrict__ g,
+                                           const float* __restrict__ b, int C,
+                                           LnPre& p) {
+#pragma unroll
+  for (int i = 0; i < kLnPer; ++i) {
+    const int k = threadIdx.x + i * blockDim.x;
+    p.g[i] = k < C ? __ldg(g + k) : 0.0f;
+    p.b[i] = k < C ? __ldg(b + k) : 0.0f;
+  }
+}
+
 // §2.3 LayerNorm of one row x[0..C) by the whole block (blockDim >= 32):
 // x is staged in shared memory d[0..C) (one coalesced pass), the sums of
 // §2.1's order are taken there by the first warp, and d ends holding
@@ -151,7 +201,8 @@ __device__ __forceinline__ float warp_ordered_sum(const float* v, int n) {
 __device__ __forceinline__ void layernorm_row(const float* __restrict__ x,
                                               const float* __restrict__ g,
                                               const float* __restrict__ b,
-                                              int C, float* d) {
+                                              int C, float* d,
+                                              const LnPre& pre) {
   __shared__ float mean_s, r_s;
   const float n = static_cast<float>(C);
   for (int k = threadIdx.x; k < C; k += blockDim.x) d[k] = x[k];
@@ -175,7 +226,14 @@ __device__ __forceinline__ void layernorm_row(const float* __restrict__ x,
   }
   __syncthreads();
   const float r = r_s;
-  for (int k = threadIdx.x; k < C; k += blockDim.x) {
+#pragma unroll
+  for (int i = 0; i < kLnPer; ++i) {
+    const int k = threadIdx.x + i * blockDim.x;
+    if (k < C) {
+      d[k] = __fadd_rn(__fmul_rn(__fmul_rn(d[k], r), pre.g[i]), pre.b[i]);
+    }
+  }
+  for (int k = threadIdx.x + kLnPer * blockDim.x; k < C; k += blockDim.x) {
     d[k] = __fadd_rn(__fmul_rn(__fmul_rn(d[k], r), g[k]), b[k]);
   }
 }
@@ -187,7 +245,11 @@ __global__ void layernorm_kernel(const float* __restrict__ x,
                                  const float* __restrict__ b, int C,
                                  float* __restrict__ y) {
   extern __shared__ float d[];
-  layernorm_row(x + static_cast<size_t>(blockIdx.x) * C, g, b, C, d);
+  pdl_launch_dependents();
+  LnPre pre;
+  ln_preload(g, b, C, pre);
+  pdl_wait();
+  layernorm_row(x + static_cast<size_t>(blockIdx.x) * C, g, b, C, d, pre);
   __syncthreads();
   float* yr = y + static_cast<size_t>(blockIdx.x) * C;
   for (int k = threadIdx.x; k < C; k += blockDim.x) yr[k] = d[k];
@@ -222,6 +284,20 @@ __device__ __forceinline__ void epilogue(float v, int t, int o, int N, float* y,
       kv[row_cache_offset(info, t) + pos * kv_row +
          static_cast<size_t>(o - C)] = v;
     }
+  }
+}
+
+// epilogue with the residual stream's y[t][o] already loaded (resid; read
+// early, after pdl_wait, rather than after the sum): for kResidual y[t][o]
+// = resid + v, the same addition; the other epilogues ignore resid.
+template <int kEpi>
+__device__ __forceinline__ void epilogue_r(float v, int t, int o, int N,
+                                           float* y, float* kv, size_t kv_row,
+                                           const int* info, float resid) {
+  if (kEpi == kResidual) {
+    y[static_cast<size_t>(t) * N + o] = __fadd_rn(resid, v);
+  } else {
+    epilogue<kEpi>(v, t, o, N, y, kv, kv_row, info);
   }
 }
 
@@ -266,6 +342,7 @@ __global__ void __launch_bounds__(16 * kTo)
   const int nb = (K % 16 == 0) ? 16 : 1;
   const int len = K / nb;
   const bool mine = o < N && blk < nb;
+  pdl_launch_dependents();
   const float* wp = w + static_cast<size_t>(blk) * len * N + o;
   // The weights do not depend on x: the first 48 rows are loaded before
   // the LayerNorm, so that their latency overlaps it.
@@ -277,9 +354,17 @@ __global__ void __launch_bounds__(16 * kTo)
     for (int u = 0; u < kPre; ++u)
       pre[u] = __ldg(wp + static_cast<size_t>(u) * N);
   }
+  // The bias and the LayerNorm's gain and bias are weights too.
+  const bool finisher = blk == 0 && o < N;
+  const float bo = finisher ? __ldg(bias + o) : 0.0f;
+  LnPre lnp;
+  if (kLn) ln_preload(g, gb, K, lnp);
+  pdl_wait();
+  // The residual stream's y[o], read now rather than after the sum.
+  const float resid = kEpi == kResidual && finisher ? y[o] : 0.0f;
   const float* xs = x;
   if (kLn) {
-    layernorm_row(x, g, gb, K, xln);
+    layernorm_row(x, g, gb, K, xln, lnp);
     __syncthreads();
     xs = xln;
   }
@@ -301,7 +386,7 @@ __global__ void __launch_bounds__(16 * kTo)
   }
   part[blk][ol] = acc;
   __syncthreads();
-  if (blk == 0 && o < N) {
+  if (finisher) {
     float s;
     if (nb == 16) {
       float t[16];
@@ -311,7 +396,7 @@ __global__ void __launch_bounds__(16 * kTo)
     } else {
       s = part[0][ol];
     }
-    epilogue<kEpi>(__fadd_rn(s, bias[o]), 0, o, N, y, kv, kv_row, info);
+    epilogue_r<kEpi>(__fadd_rn(s, bo), 0, o, N, y, kv, kv_row, info, resid);
   }
 }
 
@@ -329,8 +414,12 @@ __global__ void __launch_bounds__(16 * kTo)
                    float* kv, size_t kv_row, const int* __restrict__ info) {
   extern __shared__ float xsm[];
   __shared__ float part[16][kTo];
+  pdl_launch_dependents();
+  LnPre lnp;
+  if (kLn) ln_preload(g, gb, K, lnp);
+  pdl_wait();
   if (kLn) {
-    layernorm_row(x, g, gb, K, xsm);
+    layernorm_row(x, g, gb, K, xsm, lnp);
   } else {
     for (int k = threadIdx.x; k < K; k += blockDim.x) xsm[k] = x[k];
   }
@@ -416,9 +505,36 @@ __global__ void __launch_bounds__(kV3Threads)
   const int len = K / nb;
   const int blk = blockIdx.y;
   const int k0 = blk * len;
+  const int col0 = blockIdx.x * kV3Cols;
+  const int o = col0 + threadIdx.x;  // for threads < 32
+  // A round of kV3Rows rows of W into registers; the first is loaded
+  // before the wait (the weights do not depend on earlier kernels), each
+  // next one while the current round is summed.
+  constexpr int kPer = kV3Rows * kV3Cols / kV3Threads;
+  float tmp[kPer];
+  auto load = [&](int r0) {
+    const int cnt = min(kV3Rows, len - r0);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int idx = threadIdx.x + i * kV3Threads;
+      const int r = idx / kV3Cols, c = idx % kV3Cols;
+      tmp[i] = (r < cnt && col0 + c < N)
+                   ? __ldg(w + static_cast<size_t>(k0 + r0 + r) * N + col0 + c)
+                   : 0.0f;
+    }
+  };
+  pdl_launch_dependents();
+  if (len > 0) load(0);
+  const bool finisher = threadIdx.x < kV3Cols && o < N;
+  const float bo = finisher ? __ldg(bias + o) : 0.0f;
+  LnPre lnp;
+  if (kLn) ln_preload(g, gb, K, lnp);
+  pdl_wait();
+  // The residual stream's y[o] (used by the block that finishes).
+  const float resid = kEpi == kResidual && finisher ? y[o] : 0.0f;
   const float* xb;
   if (kLn) {
-    layernorm_row(x, g, gb, K, xsm);
+    layernorm_row(x, g, gb, K, xsm, lnp);
     __syncthreads();
     xb = xsm + k0;
   } else {
@@ -426,26 +542,16 @@ __global__ void __launch_bounds__(kV3Threads)
     __syncthreads();
     xb = xsm;
   }
-  const int col0 = blockIdx.x * kV3Cols;
-  const int o = col0 + threadIdx.x;  // for threads < 32
   float acc = 0.0f;
   for (int r0 = 0; r0 < len; r0 += kV3Rows) {
     const int cnt = min(kV3Rows, len - r0);
-    float tmp[kV3Rows * kV3Cols / kV3Threads];
 #pragma unroll
-    for (int i = 0; i < kV3Rows * kV3Cols / kV3Threads; ++i) {
-      const int idx = threadIdx.x + i * kV3Threads;
-      const int r = idx / kV3Cols, c = idx % kV3Cols;
-      tmp[i] = (r < cnt && col0 + c < N)
-                   ? __ldg(w + static_cast<size_t>(k0 + r0 + r) * N + col0 + c)
-                   : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < kV3Rows * kV3Cols / kV3Threads; ++i) {
+    for (int i = 0; i < kPer; ++i) {
       const int idx = threadIdx.x + i * kV3Threads;
       wsm[idx / kV3Cols][idx % kV3Cols] = tmp[i];
     }
     __syncthreads();
+    if (r0 + kV3Rows < len) load(r0 + kV3Rows);
     if (threadIdx.x < kV3Cols) {
       for (int r = 0; r < cnt; ++r) {
         acc = madd(acc, xb[r0 + r], wsm[r][threadIdx.x]);
@@ -474,7 +580,7 @@ __global__ void __launch_bounds__(kV3Threads)
     } else {
       s = __ldcg(partial + o);
     }
-    epilogue<kEpi>(__fadd_rn(s, bias[o]), 0, o, N, y, kv, kv_row, info);
+    epilogue_r<kEpi>(__fadd_rn(s, bo), 0, o, N, y, kv, kv_row, info, resid);
   }
   if (threadIdx.x == 0) counters[blockIdx.x] = 0;
 }
@@ -496,6 +602,8 @@ __global__ void __launch_bounds__(16 * kTo)
                        float* y, float* kv, size_t kv_row,
                        const int* __restrict__ info) {
   __shared__ float part[16][kR][kTo];
+  pdl_launch_dependents();
+  pdl_wait();
   const int ol = threadIdx.x % kTo;
   const int blk = threadIdx.x / kTo;
   const int o = blockIdx.x * kTo + ol;
@@ -606,6 +714,8 @@ __global__ void __launch_bounds__(256)
                   float* kv, size_t kv_row, const int* __restrict__ info) {
   __shared__ __align__(16) float xs[kTk][kPitch];  // xs[kk][row]
   __shared__ __align__(16) float ws[kTk][kTile];   // ws[kk][col]
+  pdl_launch_dependents();
+  pdl_wait();
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int row0 = blockIdx.y * kTile, col0 = blockIdx.x * kTile;
   const int nb = kBlocked ? 16 : 1;
@@ -732,6 +842,216 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// §2.2 for n positions again (prefill, full pass; LOCKSTEP_CUDA_MATMUL=1
+// keeps matmul_kernel): the same 64 x 64 tiles, 4 x 4 outputs per thread,
+// and for every output the same operations in the same order as
+// matmul_kernel (the 16 §2.1 block sums in bit-reversed order, each from
+// +0.0 in k order, combined as the halving tree pairs them, the bias
+// last). What differs is where the work and the pending sums live:
+//  - the pending partial sums of the binary counter are kept in shared
+//    memory (dynamic: matmul2_smem), not in registers, so that two to four
+//    blocks fit on a multiprocessor instead of one;
+//  - the k tiles of all the block sums are one stream: the next tile's
+//    loads (into registers) are issued before the current tile's products,
+//    across block-sum boundaries, into a second shared-memory buffer (one
+//    barrier per tile);
+//  - split (gridDim.z = S of 1, 2 or 4; K a multiple of 16): block z of a
+//    tile takes the visits p in [z * 16 / S, (z + 1) * 16 / S), which make
+//    one node of the tree (S = 2: s0 + ... of the even §2.1 blocks, then
+//    of the odd ones; S = 4: the four nodes of the h = 4 level), written
+//    to `partial` [S][n][N]; the last of the S blocks to finish (a counter
+//    per tile, reset for the next launch) combines the nodes as the tree
+//    does (S = 2: P0 + P1; S = 4: (P0 + P1) + (P2 + P3)), adds the bias and
+//    applies the epilogue. Which block finishes last does not change the
+//    order.
+inline size_t matmul2_smem(int split) {
+  const int levels = split == 4 ? 2 : split == 2 ? 3 : 4;
+  return size_t(levels) * 16 * 256 * sizeof(float);
+}
+
+template <int kEpi, bool kBlocked>
+__global__ void __launch_bounds__(256, 3)
+    matmul2_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                   const float* __restrict__ bias, int n, int K, int N,
+                   float* y, float* kv, size_t kv_row,
+                   const int* __restrict__ info, float* partial,
+                   unsigned* counters) {
+  __shared__ __align__(16) float xs[2][kTk][kPitch];  // xs[buf][kk][row]
+  __shared__ __align__(16) float ws[2][kTk][kTile];   // ws[buf][kk][col]
+  __shared__ bool last_s;
+  extern __shared__ float4 stash[];  // [level][i][thread]: row i's 4 sums
+  pdl_launch_dependents();
+  pdl_wait();
+  const int tid = threadIdx.x;
+  const int tx = tid % 16, ty = tid / 16;
+  const int row0 = blockIdx.y * kTile, col0 = blockIdx.x * kTile;
+  const int S = kBlocked ? static_cast<int>(gridDim.z) : 1;
+  const int z = kBlocked ? static_cast<int>(blockIdx.z) : 0;
+  const int per = kBlocked ? 16 / S : 1;  // visits of this block
+  const int p0 = z * per;
+  const int len = kBlocked ? K / 16 : K;
+  const int T = (len + kTk - 1) / kTk;  // k tiles per block sum
+  const int total = per * T;
+  float acc[4][4];
+
+  // Tile tau of the stream: visit q = tau / T, §2.1 block bitrev4(p0 + q),
+  // its (tau % T)-th tile of kTk k.
+  auto tile_at = [&](int tau, int* kt, int* kc) {
+    const int p = p0 + tau / T;
+    const int blk = kBlocked ? ((p & 1) << 3) | ((p & 2) << 1) |
+                                   ((p & 4) >> 1) | ((p & 8) >> 3)
+                             : 0;
+    *kt = blk * len + (tau % T) * kTk;
+    *kc = min(kTk, blk * len + len - *kt);
+  };
+  float xr[4], wr[4];
+  auto load = [&](int tau) {
+    int kt, kc;
+    tile_at(tau, &kt, &kc);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int idx = tid + i * 256;
+      const int kk = idx % kTk, r = idx / kTk;
+      const int row = row0 + r;
+      xr[i] = (kk < kc && row < n) ? x[static_cast<size_t>(row) * K + kt + kk]
+                                   : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int idx = tid + i * 256;
+      const int c = idx % kTile, kk = idx / kTile;
+      const int col = col0 + c;
+      wr[i] = (kk < kc && col < N)
+                  ? __ldg(w + static_cast<size_t>(kt + kk) * N + col)
+                  : 0.0f;
+    }
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int idx = tid + i * 256;
+      xs[buf][idx % kTk][idx / kTk] = xr[i];
+      ws[buf][idx / kTile][idx % kTile] = wr[i];
+    }
+  };
+  auto step = [&](int buf, int kk) {
+    const float4 a = *reinterpret_cast<const float4*>(&xs[buf][kk][ty * 4]);
+    const float4 b = *reinterpret_cast<const float4*>(&ws[buf][kk][tx * 4]);
+    const float av[4] = {a.x, a.y, a.z, a.w};
+    const float bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] = madd(acc[i][j], av[i], bv[j]);
+    }
+  };
+
+  load(0);
+  store(0);
+  __syncthreads();
+  for (int tau = 0; tau < total; ++tau) {
+    const int buf = tau & 1;
+    if (tau % T == 0) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+      }
+    }
+    if (tau + 1 < total) load(tau + 1);
+    int kt, kc;
+    tile_at(tau, &kt, &kc);
+    if (kc == kTk) {
+#pragma unroll
+      for (int kk = 0; kk < kTk; ++kk) step(buf, kk);
+    } else {
+      for (int kk = 0; kk < kc; ++kk) step(buf, kk);
+    }
+    if (tau + 1 < total) store(buf ^ 1);
+    __syncthreads();
+    if (tau % T == T - 1) {
+      // Visit q's block sum is done: the binary counter over q combines it
+      // with the pending sums while q's low bits are set (s[i] + s[i+h]:
+      // the pending, earlier sum on the left), then leaves it pending.
+      const int q = tau / T;
+      int lvl = 0;
+      while (q & (1 << lvl)) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float4 l = stash[(lvl * 4 + i) * 256 + tid];
+          acc[i][0] = __fadd_rn(l.x, acc[i][0]);
+          acc[i][1] = __fadd_rn(l.y, acc[i][1]);
+          acc[i][2] = __fadd_rn(l.z, acc[i][2]);
+          acc[i][3] = __fadd_rn(l.w, acc[i][3]);
+        }
+        ++lvl;
+      }
+      if (q != per - 1) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          stash[(lvl * 4 + i) * 256 + tid] =
+              make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        }
+      }
+    }
+  }
+  if (S > 1) {
+    // This block's tree node to partial; the last of the S combines.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = row0 + ty * 4 + i;
+      if (row >= n) continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int col = col0 + tx * 4 + j;
+        if (col < N) {
+          partial[(static_cast<size_t>(z) * n + row) * N + col] = acc[i][j];
+        }
+      }
+    }
+    __threadfence();
+    __syncthreads();
+    const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
+    if (tid == 0) last_s = atomicAdd(&counters[tile], 1u) == unsigned(S - 1);
+    __syncthreads();
+    if (!last_s) return;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = row0 + ty * 4 + i;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int col = col0 + tx * 4 + j;
+        if (row >= n || col >= N) continue;
+        const size_t at = static_cast<size_t>(row) * N + col;
+        const size_t part = static_cast<size_t>(n) * N;
+        if (S == 2) {
+          acc[i][j] =
+              __fadd_rn(__ldcg(partial + at), __ldcg(partial + part + at));
+        } else {
+          acc[i][j] = __fadd_rn(
+              __fadd_rn(__ldcg(partial + at), __ldcg(partial + part + at)),
+              __fadd_rn(__ldcg(partial + 2 * part + at),
+                        __ldcg(partial + 3 * part + at)));
+        }
+      }
+    }
+    if (tid == 0) counters[tile] = 0;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int row = row0 + ty * 4 + i;
+    if (row >= n) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int col = col0 + tx * 4 + j;
+      if (col >= N) continue;
+      epilogue<kEpi>(__fadd_rn(acc[i][j], bias[col]), row, col, N, y, kv,
+                     kv_row, info);
+    }
+  }
+}
+
 // Positions of values staged in shared memory per round of the weighted
 // sum, times the head width: 8192 floats (32 KB).
 constexpr int kStageFloats = 8192;
@@ -752,6 +1072,12 @@ inline size_t attention_smem_floats(int D, int n_ctx) {
 // output component sequential in j). For the weighted sum the block stages
 // rounds of values in shared memory, every thread loading its share at
 // once (32 loads in flight each), and thread d adds them in j order.
+// kPre (the one-position decode step): the loads that do not wait for
+// anything else are issued together right after pdl_wait: the query, this
+// thread's first key (D = 64) and its share of the first round of values;
+// the successor kernel is let start only at the end (its waiting blocks
+// would otherwise share the multiprocessors during a long attention).
+template <bool kPre>
 __global__ void __launch_bounds__(kAttnThreads)
     attention_kernel(const float* __restrict__ qkv, const float* keys,
                      const float* values, size_t stride, int C, int D,
@@ -763,6 +1089,8 @@ __global__ void __launch_bounds__(kAttnThreads)
   float* vs = sm + D + n_ctx;
   __shared__ float red[kAttnThreads / 32];
   __shared__ float sum_s;
+  if (!kPre) pdl_launch_dependents();
+  pdl_wait();
   const int t = blockIdx.y;
   const int last = row_position(info, t);  // attends to 0 .. last
   // A batch: row t's own cache.
@@ -770,6 +1098,32 @@ __global__ void __launch_bounds__(kAttnThreads)
   values += row_cache_offset(info, t);
   const size_t off = static_cast<size_t>(blockIdx.x) * D;
   const float* qrow = qkv + static_cast<size_t>(t) * 3 * C + off;
+  // Rounds of values staged for the weighted sum (below): thread's share
+  // of round j0 into registers.
+  constexpr int kPerT = kStageFloats / kAttnThreads;
+  const bool staged = D <= kStageFloats / 32;
+  const int rows = staged ? kStageFloats / D : 1;  // positions per round
+  float tmp[kPerT];
+  auto stage_load = [&](int j0) {
+    const int total_floats = min(rows, last + 1 - j0) * D;
+#pragma unroll
+    for (int u = 0; u < kPerT; ++u) {
+      const int idx = threadIdx.x + u * kAttnThreads;
+      tmp[u] = idx < total_floats
+                   ? values[static_cast<size_t>(j0 + idx / D) * stride + off +
+                            idx % D]
+                   : 0.0f;
+    }
+  };
+  float4 kpre[16];
+  const bool have_k = kPre && D == 64 && int(threadIdx.x) <= last;
+  if (have_k) {
+    const float4* kp4 = reinterpret_cast<const float4*>(
+        keys + static_cast<size_t>(threadIdx.x) * stride + off);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) kpre[i] = kp4[i];
+  }
+  if (kPre && staged) stage_load(0);
   for (int d = threadIdx.x; d < D; d += blockDim.x) q[d] = qrow[d];
   __syncthreads();
   const float scale = __fsqrt_rn(static_cast<float>(D));
@@ -780,9 +1134,14 @@ __global__ void __launch_bounds__(kAttnThreads)
       // GPT-2's heads: the key's 16 float4 loads in flight, then 16
       // blocks of 4 in k order and the tree.
       float4 kv[16];
+      if (have_k && j == int(threadIdx.x)) {
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        kv[i] = reinterpret_cast<const float4*>(kp)[i];
+        for (int i = 0; i < 16; ++i) kv[i] = kpre[i];
+      } else {
+#pragma unroll
+        for (int i = 0; i < 16; ++i)
+          kv[i] = reinterpret_cast<const float4*>(kp)[i];
+      }
       float s[16];
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
@@ -859,10 +1218,19 @@ __global__ void __launch_bounds__(kAttnThreads)
     }
   }
 #else
-  // §2.4 step 2's sum: sequential in j from +0.0.
+  // §2.4 step 2's sum: sequential in j from +0.0 (the terms read eight
+  // ahead of their additions).
   if (threadIdx.x == 0) {
     float s = 0.0f;
-    for (int j = 0; j <= last; ++j) s = __fadd_rn(s, sc[j]);
+    int j = 0;
+    for (; j + 8 <= last + 1; j += 8) {
+      float e[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) e[u] = sc[j + u];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) s = __fadd_rn(s, e[u]);
+    }
+    for (; j <= last; ++j) s = __fadd_rn(s, sc[j]);
     sum_s = s;
   }
 #endif
@@ -874,22 +1242,14 @@ __global__ void __launch_bounds__(kAttnThreads)
   __syncthreads();
   // §2.5: out[d] = +0.0, then + p[j] * v_j[d] for j in order.
   float* orow = out + static_cast<size_t>(t) * C + off;
-  if (D <= kStageFloats / 32) {
-    const int rows = kStageFloats / D;  // positions per round
-    float a = 0.0f;                     // thread d's sum (d < D)
+  if (staged) {
+    float a = 0.0f;  // thread d's sum (d < D)
     for (int j0 = 0; j0 <= last; j0 += rows) {
       const int cnt = min(rows, last + 1 - j0);
       const int total_floats = cnt * D;
-      // Stage values j0 .. j0+cnt-1: up to 32 loads per thread in flight.
-      float tmp[kStageFloats / kAttnThreads];
-#pragma unroll
-      for (int u = 0; u < kStageFloats / kAttnThreads; ++u) {
-        const int idx = threadIdx.x + u * kAttnThreads;
-        tmp[u] = idx < total_floats
-                     ? values[static_cast<size_t>(j0 + idx / D) * stride + off +
-                              idx % D]
-                     : 0.0f;
-      }
+      // Stage values j0 .. j0+cnt-1: up to 32 loads per thread in flight
+      // (kPre: the first round's are in flight already).
+      if (!(kPre && j0 == 0)) stage_load(j0);
 #pragma unroll
       for (int u = 0; u < kStageFloats / kAttnThreads; ++u) {
         const int idx = threadIdx.x + u * kAttnThreads;
@@ -897,15 +1257,18 @@ __global__ void __launch_bounds__(kAttnThreads)
       }
       __syncthreads();
       if (threadIdx.x < D) {
+#pragma unroll 8
         for (int jj = 0; jj < cnt; ++jj) {
           a = madd(a, sc[j0 + jj], vs[jj * D + threadIdx.x]);
         }
       }
       __syncthreads();
     }
+    if (kPre) pdl_launch_dependents();
     if (threadIdx.x < D) orow[threadIdx.x] = a;
     return;
   }
+  if (kPre) pdl_launch_dependents();
   for (int d = threadIdx.x; d < D; d += blockDim.x) {
     const float* vp = values + off + d;
     float a = 0.0f;
@@ -913,6 +1276,225 @@ __global__ void __launch_bounds__(kAttnThreads)
       a = madd(a, sc[j], vp[static_cast<size_t>(j) * stride]);
     }
     orow[d] = a;
+  }
+}
+
+// §6 attention for a pass over n > 1 positions of one sequence (prefill,
+// full pass), kAttnQ consecutive queries t0 .. t0 + kAttnQ - 1 (blockIdx.y)
+// of head blockIdx.x per block, D <= 64: every query's operations and
+// their order are attention_kernel's, but the keys and values are staged
+// in shared memory once for the block's queries instead of once per
+// query. Per query t (attending to 0 .. last_t):
+//  - s[j] = dot(q_t, k_j) / sqrt(D) (§2.1: 16 blocks of D / 16 in k order
+//    and the tree; D not a multiple of 16: sequential), one thread per
+//    (query, key), keys staged kAttnChunk at a time;
+//  - the maximum m in parallel (as attention_kernel: equal to the
+//    sequential scan's but for the sign of a zero maximum, which no
+//    exp(s - m) can see), e[j] = exp(s[j] - m);
+//  - §2.4's sum S sequential in j from +0.0 by one thread per query;
+//    p[j] = e[j] / S;
+//  - §2.5: out[d] = +0.0, then + p[j] * v_j[d] in j order, one thread per
+//    (query, component), values staged kAttnChunk positions at a time.
+// Dynamic shared memory: attention_pass_smem(n_ctx) bytes.
+constexpr int kAttnQ = 16, kAttnChunk = 64, kAttnKPitch = 68;
+
+inline size_t attention_pass_smem(int n_ctx) {
+  return (size_t(kAttnQ) * 64 + size_t(kAttnQ) * size_t(n_ctx) +
+          size_t(kAttnChunk) * kAttnKPitch) *
+         sizeof(float);
+}
+
+__global__ void __launch_bounds__(kAttnThreads)
+    attention_pass_kernel(const float* __restrict__ qkv, const float* keys,
+                          const float* values, size_t stride, int C, int D,
+                          int n, int n_ctx, const int* __restrict__ info,
+                          float* __restrict__ out) {
+  extern __shared__ __align__(16) float apsm[];
+  float* qs = apsm;                          // [kAttnQ][64]
+  float* sc = qs + kAttnQ * 64;              // [kAttnQ][n_ctx]
+  float* kvs = sc + size_t(kAttnQ) * n_ctx;  // [kAttnChunk][kAttnKPitch]
+  __shared__ float inv_s[kAttnQ];
+  pdl_launch_dependents();
+  pdl_wait();
+  const int tid = threadIdx.x;
+  const int t0 = blockIdx.y * kAttnQ;
+  const int nq = min(kAttnQ, n - t0);        // queries of this block
+  const int first = row_position(info, t0);  // query q attends 0 .. first+q
+  const int keys_n = first + nq;             // keys the block needs
+  const size_t off = static_cast<size_t>(blockIdx.x) * D;
+  for (int i = tid; i < kAttnQ * 64; i += kAttnThreads) {
+    const int q = i / 64, d = i % 64;
+    qs[i] = (q < nq && d < D)
+                ? qkv[static_cast<size_t>(t0 + q) * 3 * C + off + d]
+                : 0.0f;
+  }
+  const float scale = __fsqrt_rn(static_cast<float>(D));
+  // A chunk of keys or values (positions j0 .. j0 + 63, components < D)
+  // into registers, the next chunk's loads issued before the current
+  // chunk is used; then into kvs with the given row pitch.
+  constexpr int kPer = kAttnChunk * 64 / kAttnThreads;
+  float pre[kPer];
+  auto load_chunk = [&](const float* src, int j0) {
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const int i = tid + u * kAttnThreads;
+      const int r = i / 64, dd = i % 64;
+      pre[u] = (j0 + r < keys_n && dd < D)
+                   ? src[static_cast<size_t>(j0 + r) * stride + off + dd]
+                   : 0.0f;
+    }
+  };
+  auto store_chunk = [&](int pitch) {
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const int i = tid + u * kAttnThreads;
+      kvs[(i / 64) * pitch + i % 64] = pre[u];
+    }
+  };
+  // Scores. Thread (jj = tid % 64, q = tid / 64 + 4 i) for i < 4.
+  const int jj = tid % kAttnChunk, q0 = tid / kAttnChunk;
+  load_chunk(keys, 0);
+  for (int j0 = 0; j0 < keys_n; j0 += kAttnChunk) {
+    const int cnt = min(kAttnChunk, keys_n - j0);
+    __syncthreads();  // the previous chunk's keys are used (and qs written)
+    store_chunk(kAttnKPitch);
+    __syncthreads();
+    if (j0 + kAttnChunk < keys_n) load_chunk(keys, j0 + kAttnChunk);
+    const int j = j0 + jj;
+    if (jj < cnt) {
+      const float* kp = kvs + jj * kAttnKPitch;
+#pragma unroll
+      for (int i = 0; i < kAttnQ / 4; ++i) {
+        const int q = q0 + 4 * i;
+        if (q >= nq || j > first + q) continue;
+        const float* qp = qs + q * 64;
+        float dot;
+        if (D == 64) {
+          float s[16];
+#pragma unroll
+          for (int b = 0; b < 16; ++b) {
+            const float4 kv4 = *reinterpret_cast<const float4*>(kp + 4 * b);
+            const float4 qv4 = *reinterpret_cast<const float4*>(qp + 4 * b);
+            float acc = 0.0f;
+            acc = madd(acc, qv4.x, kv4.x);
+            acc = madd(acc, qv4.y, kv4.y);
+            acc = madd(acc, qv4.z, kv4.z);
+            acc = madd(acc, qv4.w, kv4.w);
+            s[b] = acc;
+          }
+          dot = tree16(s);
+        } else if (D % 16 == 0) {
+          const int len = D / 16;
+          float s[16];
+#pragma unroll
+          for (int b = 0; b < 16; ++b) {
+            float acc = 0.0f;
+            for (int u = 0; u < len; ++u) {
+              acc = madd(acc, qp[b * len + u], kp[b * len + u]);
+            }
+            s[b] = acc;
+          }
+          dot = tree16(s);
+        } else {
+          float acc = 0.0f;
+          for (int u = 0; u < D; ++u) acc = madd(acc, qp[u], kp[u]);
+          dot = acc;
+        }
+        sc[static_cast<size_t>(q) * n_ctx + j] = __fdiv_rn(dot, scale);
+      }
+    }
+  }
+  // The first chunk of values, in flight during the softmax.
+  load_chunk(values, 0);
+  __syncthreads();
+  // The maximum and exp: 16 threads per query (a half warp).
+  {
+    const int q = tid / 16, l16 = tid % 16;
+    float* row = sc + static_cast<size_t>(q) * n_ctx;
+    const int last = first + q;
+    float m = 0.0f;
+    if (q < nq) {
+      m = row[0];
+      for (int j = l16; j <= last; j += 16) m = row[j] > m ? row[j] : m;
+    }
+#pragma unroll
+    for (int h = 8; h >= 1; h /= 2) {
+      const float o = __shfl_xor_sync(0xffffffffu, m, h, 16);
+      m = o > m ? o : m;
+    }
+    if (q < nq) {
+      for (int j = l16; j <= last; j += 16)
+        row[j] = exp32(__fsub_rn(row[j], m));
+    }
+  }
+  __syncthreads();
+  // §2.4's sum, sequential in j from +0.0: thread q for query q (the
+  // terms read eight ahead of their additions).
+  if (tid < nq) {
+    const float* row = sc + static_cast<size_t>(tid) * n_ctx;
+    const int cnt = first + tid + 1;
+    float s = 0.0f;
+    int j = 0;
+    for (; j + 8 <= cnt; j += 8) {
+      float e[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) e[u] = row[j + u];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) s = __fadd_rn(s, e[u]);
+    }
+    for (; j < cnt; ++j) s = __fadd_rn(s, row[j]);
+    inv_s[tid] = s;
+  }
+  __syncthreads();
+  {
+    const int q = tid / 16, l16 = tid % 16;
+    if (q < nq) {
+      float* row = sc + static_cast<size_t>(q) * n_ctx;
+      const float total = inv_s[q];
+      for (int j = l16; j <= first + q; j += 16)
+        row[j] = __fdiv_rn(row[j], total);
+    }
+  }
+  // §2.5: thread (d = tid % 64, q = tid / 64 + 4 i), four queries' sums.
+  const int d = tid % 64;
+  float a[kAttnQ / 4];
+#pragma unroll
+  for (int i = 0; i < kAttnQ / 4; ++i) a[i] = 0.0f;
+  for (int j0 = 0; j0 < keys_n; j0 += kAttnChunk) {
+    const int cnt = min(kAttnChunk, keys_n - j0);
+    __syncthreads();  // p is written; the previous chunk's values are used
+    store_chunk(64);
+    __syncthreads();
+    if (j0 + kAttnChunk < keys_n) load_chunk(values, j0 + kAttnChunk);
+    if (d < D) {
+      // Positions of this chunk that each of the four queries attends to
+      // (the four sums interleaved, each in j order).
+      int lim[kAttnQ / 4];
+      int most = 0;
+#pragma unroll
+      for (int i = 0; i < kAttnQ / 4; ++i) {
+        const int q = q0 + 4 * i;
+        lim[i] = q < nq ? min(cnt, first + q + 1 - j0) : 0;
+        most = max(most, lim[i]);
+      }
+      const float* p = sc + static_cast<size_t>(q0) * n_ctx + j0;
+      for (int r = 0; r < most; ++r) {
+        const float v = kvs[r * 64 + d];
+#pragma unroll
+        for (int i = 0; i < kAttnQ / 4; ++i) {
+          if (r < lim[i]) {
+            a[i] = madd(a[i], p[static_cast<size_t>(4 * i) * n_ctx + r], v);
+          }
+        }
+      }
+    }
+  }
+  if (d < D) {
+#pragma unroll
+    for (int i = 0; i < kAttnQ / 4; ++i) {
+      const int q = q0 + 4 * i;
+      if (q < nq) out[static_cast<size_t>(t0 + q) * C + off + d] = a[i];
+    }
   }
 }
 
@@ -926,18 +1508,25 @@ __global__ void __launch_bounds__(256)
                   int C, int V, float* __restrict__ logits, int* flag) {
   const int r = threadIdx.x / 16, b = threadIdx.x % 16;
   const int v = blockIdx.x * 16 + r;
+  pdl_launch_dependents();
+  // GPT-2's widths (C = 768): each lane's 12 float4 of wte loaded before
+  // the wait (the weights do not depend on earlier kernels).
+  const bool pre = C % 16 == 0 && C / 16 == 48 && v < V;
+  float4 wv[12];
+  if (pre) {
+    const float4* wp4 = reinterpret_cast<const float4*>(
+        wte + static_cast<size_t>(v) * C + b * 48);
+#pragma unroll
+    for (int i = 0; i < 12; ++i) wv[i] = __ldg(wp4 + i);
+  }
+  pdl_wait();
   float s = 0.0f;
   if (C % 16 == 0) {
     const int len = C / 16;
     if (v < V) {
       const float* wp = wte + static_cast<size_t>(v) * C + b * len;
       const float* hp = h + b * len;
-      if (len == 48) {
-        float4 wv[12];
-#pragma unroll
-        for (int i = 0; i < 12; ++i) {
-          wv[i] = __ldg(reinterpret_cast<const float4*>(wp) + i);
-        }
+      if (pre) {
 #pragma unroll
         for (int i = 0; i < 12; ++i) {
           const float4 hv = reinterpret_cast<const float4*>(hp)[i];
@@ -948,12 +1537,12 @@ __global__ void __launch_bounds__(256)
         }
       } else if (len % 4 == 0) {
         for (int k = 0; k < len; k += 4) {
-          const float4 wv = __ldg(reinterpret_cast<const float4*>(wp + k));
+          const float4 w4 = __ldg(reinterpret_cast<const float4*>(wp + k));
           const float4 hv = *reinterpret_cast<const float4*>(hp + k);
-          s = madd(s, hv.x, wv.x);
-          s = madd(s, hv.y, wv.y);
-          s = madd(s, hv.z, wv.z);
-          s = madd(s, hv.w, wv.w);
+          s = madd(s, hv.x, w4.x);
+          s = madd(s, hv.y, w4.y);
+          s = madd(s, hv.z, w4.z);
+          s = madd(s, hv.w, w4.w);
         }
       } else {
         for (int k = 0; k < len; ++k) {
@@ -987,6 +1576,7 @@ __global__ void __launch_bounds__(256)
   const int len = C / 16;
   constexpr int kMax = 25;  // float4 per lane: n_embd up to 1,600
   float4 wv[kMax];
+  pdl_launch_dependents();
   const int q = len / 4;
   if (v < V) {
     const float* wp = wte + static_cast<size_t>(v) * C + b * len;
@@ -995,6 +1585,7 @@ __global__ void __launch_bounds__(256)
       if (i < q) wv[i] = __ldg(reinterpret_cast<const float4*>(wp) + i);
     }
   }
+  pdl_wait();
   for (int row = 0; row < n; ++row) {
     float s = 0.0f;
     if (v < V) {

@@ -54,6 +54,8 @@ __global__ void embed_q8_kernel(const uint8_t* __restrict__ te,
                                 const uint8_t* __restrict__ pe, int C, int V,
                                 int T, const int* __restrict__ info, float* x,
                                 int* flag) {
+  pdl_launch_dependents();
+  pdl_wait();
   const int t = blockIdx.x;
   const int token = info[Info::kTokens + t];
   const int pos = row_position(info, t);
@@ -133,11 +135,15 @@ __global__ void __launch_bounds__(256)
                        int* __restrict__ bad) {
   extern __shared__ float d[];
   __shared__ int bad_s;
+  pdl_launch_dependents();
+  LnPre lnp;
+  if (kLn) ln_preload(g, gb, K, lnp);
+  pdl_wait();
   const int t = blockIdx.x;
   const float* xr = x + static_cast<size_t>(t) * K;
   if (threadIdx.x == 0) bad_s = 0;
   if (kLn) {
-    layernorm_row(xr, g, gb, K, d);  // syncs after bad_s's store
+    layernorm_row(xr, g, gb, K, d, lnp);  // syncs after bad_s's store
   } else {
     for (int k = threadIdx.x; k < K; k += blockDim.x) d[k] = xr[k];
   }
@@ -204,6 +210,8 @@ __global__ void __launch_bounds__(512)
   int* xw = reinterpret_cast<int*>(q8sm);                        // [kP][K / 4]
   float* sxs = reinterpret_cast<float*>(q8sm + size_t(kP) * K);  // [kP][G]
   float* tg = sxs + kP * G;                                      // [kP][G][32]
+  pdl_launch_dependents();
+  pdl_wait();
   const int t0 = blockIdx.y * kP;
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int warps = blockDim.x / 32;
@@ -319,7 +327,9 @@ __global__ void __launch_bounds__(512)
   const bool active = o < N;
   const int pw = min(kQ8Panel, N - c0);
   const bool aligned = (pw % 2) == 0;
-  // The first kPre groups' weights, in flight during the quantization.
+  pdl_launch_dependents();
+  // The first kPre groups' weights, in flight during the quantization
+  // (and, launched as a dependent, during the previous kernel's end).
   int wpre[kQ8Pre][16];
   float spre[kQ8Pre];
 #pragma unroll
@@ -336,9 +346,14 @@ __global__ void __launch_bounds__(512)
           blk + kQ8Group * pw + 2 * j)));
     }
   }
+  const float bo = bias && active && warp == 0 ? __ldg(bias + o) : 0.0f;
+  LnPre lnp;
+  if (kLn) ln_preload(g, gb, K, lnp);
+  pdl_wait();
+  const float resid = kEpi == kResidual && active && warp == 0 ? y[o] : 0.0f;
   if (threadIdx.x == 0) bad_s = 0;
   if (kLn) {
-    layernorm_row(x, g, gb, K, d);
+    layernorm_row(x, g, gb, K, d, lnp);
   } else {
     for (int k = threadIdx.x; k < K; k += blockDim.x) d[k] = x[k];
   }
@@ -387,13 +402,13 @@ __global__ void __launch_bounds__(512)
     // §7.3 steps 3-4: in g order from +0.0, the bias last.
     float acc = 0.0f;
     for (int grp = 0; grp < G; ++grp) acc = __fadd_rn(acc, tg[grp * 32 + lane]);
-    v = bias ? __fadd_rn(acc, bias[o]) : acc;
+    v = bias ? __fadd_rn(acc, bo) : acc;
   }
   if (kEpi == kLogitsQ8) {
     y[o] = v;
     if (!(__fsub_rn(v, v) == 0.0f)) *flag = 1;
   } else {
-    epilogue<kEpi>(v, 0, o, N, y, kv, kv_row, info);
+    epilogue_r<kEpi>(v, 0, o, N, y, kv, kv_row, info, resid);
   }
 }
 
