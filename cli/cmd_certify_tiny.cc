@@ -4,6 +4,7 @@
 // (--all-inputs, sharded), on windows of a corpus (--corpus), and the
 // a-priori bound for every input and all weights clipped to B (--a-priori).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -207,9 +208,24 @@ int run_sweep(const CertifyTinyArgs& a, const TinyModel& m) {
           .count();
   const double fraction = double(r.inputs) / 4294967296.0;
   const double full_estimate = fraction > 0 ? secs / fraction : 0.0;
-  char worst[64];
-  std::snprintf(worst, sizeof worst, "%d,%d,%d,%d", r.worst[0], r.worst[1],
-                r.worst[2], r.worst[3]);
+  const auto tokens = [](const std::array<int32_t, 4>& t, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(t[i]);
+    return s;
+  };
+  const auto stats = [&](const tc::Tiny4Sweep::Stats& s, int n) {
+    return nlohmann::json{
+        {"inputs", s.inputs},
+        {"max_bound", s.max_bound},
+        {"sum_bound", s.sum_bound},
+        {"mean_bound", s.inputs ? s.sum_bound / double(s.inputs) : 0},
+        {"worst_tokens", tokens(s.worst, n)},
+        {"over_goal", s.over_goal},
+        {"second_pass", s.refined}};
+  };
+  const std::string worst = tokens(r.worst, 4);
+  uint64_t over_prefix = 0;
+  for (const auto& p : r.prefix) over_prefix += p.over_goal;
   if (a.json) {
     print_json({{"model", a.model.label()},
                 {"bound_B", a.bound},
@@ -220,10 +236,18 @@ int run_sweep(const CertifyTinyArgs& a, const TinyModel& m) {
                 {"inputs", r.inputs},
                 {"fraction_of_2^32", fraction},
                 {"max_bound", r.max_bound},
+                {"sum_bound", r.sum_bound},
                 {"mean_bound", r.inputs ? r.sum_bound / double(r.inputs) : 0},
                 {"worst_tokens", worst},
                 {"over_goal", r.over_goal},
                 {"second_pass", r.refined},
+                {"positions_0_1_2",
+                 {stats(r.prefix[0], 1), stats(r.prefix[1], 2),
+                  stats(r.prefix[2], 3)}},
+                {"max_bound_all_positions", r.max_all},
+                {"sum_bound_all_positions", r.sum_all},
+                {"mean_bound_all_positions",
+                 r.inputs ? r.sum_all / double(r.inputs) : 0},
                 {"seconds", secs},
                 {"estimated_full_seconds", full_estimate}});
   } else {
@@ -233,12 +257,23 @@ int run_sweep(const CertifyTinyArgs& a, const TinyModel& m) {
         "above 1e-9 (%llu through the second pass); %.1f s on %d thread%s "
         "(all 2^32 at this rate: %.0f s)\n",
         a.model.label().c_str(), a.bound, (unsigned long long)r.inputs,
-        fraction, first, last, a.stride, r.max_bound, worst,
+        fraction, first, last, a.stride, r.max_bound, worst.c_str(),
         r.inputs ? r.sum_bound / double(r.inputs) : 0.0,
         (unsigned long long)r.over_goal, (unsigned long long)r.refined, secs,
         a.threads, a.threads == 1 ? "" : "s", full_estimate);
+    for (int p = 0; p < 3; ++p) {
+      const tc::Tiny4Sweep::Stats& s = r.prefix[p];
+      if (!s.inputs) continue;
+      std::printf(
+          "  position %d (the %llu %d-byte prefixes): max bound %.3e at %s, "
+          "mean %.3e, %llu above 1e-9\n",
+          p, (unsigned long long)s.inputs, p + 1, s.max_bound,
+          tokens(s.worst, p + 1).c_str(), s.sum_bound / double(s.inputs),
+          (unsigned long long)s.over_goal);
+    }
+    std::printf("  every logit of every position: max bound %.3e\n", r.max_all);
   }
-  return r.over_goal == 0 ? 0 : 3;
+  return r.over_goal == 0 && over_prefix == 0 ? 0 : 3;
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -26,50 +28,57 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kGoal = 1e-9;  // issue 14's goal per logit
 
-// The next binary64 above / below x (x not NaN).
-inline double up(double x) {
-  if (x == kInf) return x;
-  if (x == 0.0) return 0x1p-1074;
-  uint64_t b = std::bit_cast<uint64_t>(x);
-  b = x > 0 ? b + 1 : b - 1;
-  return std::bit_cast<double>(b);
-}
-inline double dn(double x) { return -up(-x); }
+// Inlined everywhere: the batched sweep's loops over lanes vectorize only
+// when their bodies hold no calls.
+#define LS_INLINE inline __attribute__((always_inline))
 
-inline Iv pt(double x) { return {x, x}; }
+// The next binary64 above / below x (NaN stays NaN). Branch-free, so that
+// the batched sweep's loops over 256 lanes vectorize: y = x + 0.0 turns
+// -0 into +0 (round to nearest) and leaves every other x alone; for y >= 0
+// the next binary64 up has the bit pattern plus one (+0 -> 2^-1074), for y
+// < 0 minus one (-inf -> -DBL_MAX, -2^-1074 -> -0); +inf stays +inf.
+LS_INLINE double up(double x) {
+  const double y = x + 0.0;
+  const int64_t b = std::bit_cast<int64_t>(y);
+  const double r = std::bit_cast<double>(b + (y < 0.0 ? -1 : 1));
+  return (x == kInf || x != x) ? x : r;
+}
+LS_INLINE double dn(double x) { return -up(-x); }
+
+LS_INLINE Iv pt(double x) { return {x, x}; }
 // Every real within one ulp of x (a constant rounded to nearest).
-inline Iv ulp1(double x) { return {dn(x), up(x)}; }
-inline Iv add(Iv a, Iv b) { return {dn(a.lo + b.lo), up(a.hi + b.hi)}; }
-inline Iv sub(Iv a, Iv b) { return {dn(a.lo - b.hi), up(a.hi - b.lo)}; }
-inline Iv mulw(Iv a, double w) {
+LS_INLINE Iv ulp1(double x) { return {dn(x), up(x)}; }
+LS_INLINE Iv add(Iv a, Iv b) { return {dn(a.lo + b.lo), up(a.hi + b.hi)}; }
+LS_INLINE Iv sub(Iv a, Iv b) { return {dn(a.lo - b.hi), up(a.hi - b.lo)}; }
+LS_INLINE Iv mulw(Iv a, double w) {
   return w >= 0 ? Iv{dn(a.lo * w), up(a.hi * w)}
                 : Iv{dn(a.hi * w), up(a.lo * w)};
 }
-inline Iv mul(Iv a, Iv b) {
+LS_INLINE Iv mul(Iv a, Iv b) {
   const double p1 = a.lo * b.lo, p2 = a.lo * b.hi, p3 = a.hi * b.lo,
                p4 = a.hi * b.hi;
   return {dn(std::min(std::min(p1, p2), std::min(p3, p4))),
           up(std::max(std::max(p1, p2), std::max(p3, p4)))};
 }
-inline Iv sqr(Iv a) {
+LS_INLINE Iv sqr(Iv a) {
   const double l = a.lo * a.lo, h = a.hi * a.hi;
   if (a.lo >= 0) return {dn(l), up(h)};
   if (a.hi <= 0) return {dn(h), up(l)};
   return {0.0, up(std::max(l, h))};
 }
 // a / b for b.lo > 0.
-inline Iv divp(Iv a, Iv b) {
+LS_INLINE Iv divp(Iv a, Iv b) {
   const double lo = a.lo >= 0 ? a.lo / b.hi : a.lo / b.lo;
   const double hi = a.hi >= 0 ? a.hi / b.lo : a.hi / b.hi;
   return {dn(lo), up(hi)};
 }
-inline Iv sqrtp(Iv a) {  // a.lo >= 0; IEEE sqrt is correctly rounded
+LS_INLINE Iv sqrtp(Iv a) {  // a.lo >= 0; IEEE sqrt is correctly rounded
   return {dn(std::sqrt(a.lo)), up(std::sqrt(a.hi))};
 }
-inline Iv hull(Iv a, Iv b) {
+LS_INLINE Iv hull(Iv a, Iv b) {
   return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
 }
-inline double mag(Iv a) { return std::max(-a.lo, a.hi); }
+LS_INLINE double mag(Iv a) { return std::max(-a.lo, a.hi); }
 
 // Real constants: eps = 10^-5, sqrt(2), sqrt(2/pi), 0.044715. Each binary64
 // below is the constant rounded to nearest (eps and sqrt(2) are the code's
@@ -85,7 +94,8 @@ constexpr double kSqrt3Up = 0x1.bb67ae8584cabp+0;  // > sqrt(3)
 // The real LayerNorm (n = 4) over intervals, naively: each deviation is
 // written so that every input appears once, D[k] = (3 x[k] - sum_{i != k}
 // x[i]) / 4. Returns the enclosure of F = sqrt(var + eps) over the box.
-Iv layernorm_naive(const Iv* x, const double* g, const double* b, Iv* y) {
+LS_INLINE Iv layernorm_naive(const Iv* x, const double* g, const double* b,
+                             Iv* y) {
   Iv d[4];
   for (int k = 0; k < 4; ++k) {
     Iv others{0.0, 0.0};
@@ -115,7 +125,8 @@ Iv layernorm_naive(const Iv* x, const double* g, const double* b, Iv* y) {
 // 2-norm 1 / F, and x -> D is an orthogonal projection, so on the segment
 // from c to any x of the box (where F >= F.lo) |z_k(x) - z_k(c)| <=
 // ||x - c||_2 / F.lo (docs/certify-tiny.md, "LayerNorm's enclosure").
-void layernorm_iv(const Iv* x, const double* g, const double* b, Iv* y) {
+LS_INLINE void layernorm_iv(const Iv* x, const double* g, const double* b,
+                            Iv* y) {
   const Iv F = layernorm_naive(x, g, b, y);
   Iv c[4], yc[4];
   double r2 = 0.0;
@@ -135,8 +146,8 @@ void layernorm_iv(const Iv* x, const double* g, const double* b, Iv* y) {
 }
 
 // y[o] = sum_k x[k] W[k][o] (+ b[o]) for a Conv1D W, in intervals.
-void matvec_iv(const Iv* x, const double* w, const double* b, int n_in,
-               int n_out, Iv* y) {
+LS_INLINE void matvec_iv(const Iv* x, const double* w, const double* b,
+                         int n_in, int n_out, Iv* y) {
   for (int o = 0; o < n_out; ++o) {
     Iv s = mulw(x[0], w[o]);
     for (int k = 1; k < n_in; ++k) s = add(s, mulw(x[k], w[k * n_out + o]));
@@ -550,7 +561,7 @@ Certificate certify_tiny(int n_ctx, std::span<const double> weights,
 // ---------------------------------------------------------------- sweep
 
 Tiny4Sweep::Tiny4Sweep(std::span<const double> weights, double bound)
-    : w_(validated_clipped(4, weights, bound)), rows_(4 * 256) {
+    : w_(validated_clipped(4, weights, bound)), B_(bound), rows_(4 * 256) {
   const ls_tiny_layout L = ls_tiny_layout_for(4);
   const double* w = w_.data();
   for (int t = 0; t < 4; ++t) {
@@ -581,6 +592,7 @@ Tiny4Sweep::Tiny4Sweep(std::span<const double> weights, double bound)
   bmax_ = 0.0;
   for (int o = 0; o < 256; ++o)
     bmax_ = std::max(bmax_, std::fabs(w[L.head_b + o]));
+  build_soa();
 }
 
 // The last position (t = 3) from its rows: the engine's tail in
@@ -675,9 +687,464 @@ double Tiny4Sweep::input_bound(const std::array<int32_t, 4>& tok,
   return std::min(e, head_bound(HM));
 }
 
+// ------------------------------------------------------- batched sweep
+//
+// The 256 inputs prefix, b (b = 0..255, the lane) share the rows of their
+// first t positions; position t's tail is computed kW lanes at a time in
+// GCC/Clang vector types (V: kW binary64s, the width of the build's
+// vector registers). Each vector operation is the
+// IEEE operation of the scalar path applied to each element, and every
+// function below is the scalar one (tail, input_bound, the Iv helpers;
+// core/ls_ops64.c and core/ls_arith.c for the engine's side) with V for
+// double, the same operations in the same order on the same operands: so
+// every lane gets the scalar path's binary64 numbers
+// (TinyCertify.BatchedSweepEqualsScalarPath checks this bit for bit).
+// std::min(a, b) is (b < a ? b : a) and std::max(a, b) (a < b ? b : a),
+// written out so with the same operand order.
+
+namespace {
+
+constexpr int kLanes = 256;
+// The vector width follows the build's ISA: 4 binary64s where AVX is
+// enabled (-march=x86-64-v3 and up), 2 otherwise (SSE2, NEON).
+#if defined(__AVX__)
+constexpr int kW = 4;
+#else
+constexpr int kW = 2;
+#endif
+using V = double __attribute__((vector_size(8 * kW)));
+using VI = int64_t __attribute__((vector_size(8 * kW)));
+
+LS_INLINE V bc(double x) {
+  V v;
+  for (int i = 0; i < kW; ++i) v[i] = x;
+  return v;
+}
+LS_INLINE VI bci(int64_t x) {
+  VI v;
+  for (int i = 0; i < kW; ++i) v[i] = x;
+  return v;
+}
+LS_INLINE bool any(VI m) {
+  int64_t r = 0;
+  for (int i = 0; i < kW; ++i) r |= m[i];
+  return r != 0;
+}
+LS_INLINE V ld(const double* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+LS_INLINE VI bits(V x) { return std::bit_cast<VI>(x); }
+LS_INLINE V from_bits(VI b) { return std::bit_cast<V>(b); }
+LS_INLINE V vmin(V a, V b) { return b < a ? b : a; }  // std::min's order
+LS_INLINE V vmax(V a, V b) { return a < b ? b : a; }  // std::max's order
+LS_INLINE V vabs(V x) {  // std::fabs: clears the sign bit
+  return from_bits(bits(x) & bci(INT64_MAX));
+}
+LS_INLINE V vsqrt(V x) {
+  V r;
+  for (int i = 0; i < kW; ++i) r[i] = std::sqrt(x[i]);
+  return r;
+}
+// up and dn of each element (up's comment above).
+LS_INLINE V upv(V x) {
+  const V y = x + bc(0.0);
+  const VI step = (y < bc(0.0)) | bci(1);  // -1 where y < 0, else 1
+  const V r = from_bits(bits(y) + step);
+  return (x == bc(kInf)) | (x != x) ? x : r;
+}
+LS_INLINE V dnv(V x) { return -upv(-x); }
+
+struct IvV {
+  V lo, hi;
+};
+LS_INLINE IvV ptv(V x) { return {x, x}; }
+LS_INLINE IvV ivb(Iv a) { return {bc(a.lo), bc(a.hi)}; }
+LS_INLINE IvV addv(IvV a, IvV b) {
+  return {dnv(a.lo + b.lo), upv(a.hi + b.hi)};
+}
+LS_INLINE IvV subv(IvV a, IvV b) {
+  return {dnv(a.lo - b.hi), upv(a.hi - b.lo)};
+}
+LS_INLINE IvV mulwv(IvV a, double w) {
+  const V W = bc(w);
+  return w >= 0 ? IvV{dnv(a.lo * W), upv(a.hi * W)}
+                : IvV{dnv(a.hi * W), upv(a.lo * W)};
+}
+LS_INLINE IvV mulv(IvV a, IvV b) {
+  const V p1 = a.lo * b.lo, p2 = a.lo * b.hi, p3 = a.hi * b.lo,
+          p4 = a.hi * b.hi;
+  return {dnv(vmin(vmin(p1, p2), vmin(p3, p4))),
+          upv(vmax(vmax(p1, p2), vmax(p3, p4)))};
+}
+LS_INLINE IvV sqrv(IvV a) {
+  const V l = a.lo * a.lo, h = a.hi * a.hi;
+  const VI pos = a.lo >= bc(0.0), neg = a.hi <= bc(0.0);
+  const V lo = pos ? dnv(l) : (neg ? dnv(h) : bc(0.0));
+  const V hi = pos ? upv(h) : (neg ? upv(l) : upv(vmax(l, h)));
+  return {lo, hi};
+}
+LS_INLINE IvV divpv(IvV a, IvV b) {  // b.lo > 0
+  const V lo = a.lo >= bc(0.0) ? a.lo / b.hi : a.lo / b.lo;
+  const V hi = a.hi >= bc(0.0) ? a.hi / b.lo : a.hi / b.hi;
+  return {dnv(lo), upv(hi)};
+}
+LS_INLINE IvV sqrtpv(IvV a) { return {dnv(vsqrt(a.lo)), upv(vsqrt(a.hi))}; }
+
+// layernorm_naive, layernorm_iv, matvec_iv, per element.
+LS_INLINE IvV layernorm_naive_v(const IvV* x, const double* g, const double* b,
+                                IvV* y) {
+  IvV d[4];
+  for (int k = 0; k < 4; ++k) {
+    IvV others{bc(0.0), bc(0.0)};
+    bool first = true;
+    for (int i = 0; i < 4; ++i) {
+      if (i == k) continue;
+      others = first ? x[i] : addv(others, x[i]);
+      first = false;
+    }
+    d[k] = mulwv(subv(mulwv(x[k], 3.0), others), 0.25);
+  }
+  IvV s = sqrv(d[0]);
+  for (int k = 1; k < 4; ++k) s = addv(s, sqrv(d[k]));
+  const IvV F = sqrtpv(addv(mulwv(s, 0.25), ivb(kEps)));
+  for (int k = 0; k < 4; ++k) {
+    IvV z = divpv(d[k], F);
+    z.lo = vmax(z.lo, bc(-kSqrt3Up));
+    z.hi = vmin(z.hi, bc(kSqrt3Up));
+    y[k] = addv(mulwv(z, g[k]), ptv(bc(b[k])));
+  }
+  return F;
+}
+LS_INLINE void layernorm_iv_v(const IvV* x, const double* g, const double* b,
+                              IvV* y) {
+  const IvV F = layernorm_naive_v(x, g, b, y);
+  IvV c[4], yc[4];
+  V r2 = bc(0.0);
+  for (int k = 0; k < 4; ++k) {
+    const V m = bc(0.5) * x[k].lo + bc(0.5) * x[k].hi;
+    const V r = vmax(upv(x[k].hi - m), upv(m - x[k].lo));
+    r2 = upv(r2 + upv(r * r));
+    c[k] = ptv(m);
+  }
+  layernorm_naive_v(c, g, b, yc);
+  const V rad = upv(upv(vsqrt(r2)) / F.lo);
+  for (int k = 0; k < 4; ++k) {
+    const V e = upv(rad * bc(std::fabs(g[k])));
+    y[k].lo = vmax(y[k].lo, dnv(yc[k].lo - e));
+    y[k].hi = vmin(y[k].hi, upv(yc[k].hi + e));
+  }
+}
+LS_INLINE void matvec_iv_v(const IvV* x, const double* w, const double* b,
+                           int n_in, int n_out, IvV* y) {
+  for (int o = 0; o < n_out; ++o) {
+    IvV s = mulwv(x[0], w[o]);
+    for (int k = 1; k < n_in; ++k) s = addv(s, mulwv(x[k], w[k * n_out + o]));
+    y[o] = addv(s, ptv(bc(b[o])));
+  }
+}
+
+constexpr double kE64InvLn2 = 0x1.71547652b82fep+0;
+constexpr double kE64Ln2Hi = 0x1.62e42fee00000p-1;
+constexpr double kE64Ln2Lo = 0x1.a39ef35793c76p-33;
+constexpr double kE64Rounder = 0x1.8p52;
+// core/ls_arith.c's ls_exp64_poly (the test compares the results).
+constexpr double kE64Poly[14] = {
+    0x1.0000000000000p+0,  0x1.0000000000000p+0,  0x1.0000000000000p-1,
+    0x1.5555555555555p-3,  0x1.5555555555555p-5,  0x1.1111111111111p-7,
+    0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-13, 0x1.a01a01a01a01ap-16,
+    0x1.71de3a556c734p-19, 0x1.27e4fb7789f5cp-22, 0x1.ae64567f544e4p-26,
+    0x1.1eed8eff8d898p-29, 0x1.6124613a86d09p-33};
+constexpr double kGeluC64 = 0x1.9884533d43651p-1;  // ls_arith.c's constants
+constexpr double kGeluA64 = 0x1.6e4e26d4801f7p-5;
+constexpr double kLnEps64 = 0x1.4f8b588e368f1p-17;  // ls_ops64.c's eps
+
+// ls_exp64 of each element. Its operations for x in [-708, 709], where
+// its n = round(x / ln 2) lies in [-1021, 1023] and the result is p * 2^n
+// directly; 2^n is built from nf's bits (nf + 1.5 * 2^52 is exact and its
+// low bits are nf), the same number ls_pow2_64((int)nf) builds. Other
+// elements (NaN, overflow, underflow, subnormal results) go to ls_exp64.
+LS_INLINE V exp64v(V x) {
+  V z = x < bc(-708.0) ? bc(-708.0) : x;
+  z = z > bc(709.0) ? bc(709.0) : z;
+  const V t = z * bc(kE64InvLn2);
+  const V nf = (t + bc(kE64Rounder)) - bc(kE64Rounder);
+  const V r = (z - nf * bc(kE64Ln2Hi)) - nf * bc(kE64Ln2Lo);
+  V p = bc(kE64Poly[13]);
+  for (int k = 12; k >= 0; --k) p = p * r + bc(kE64Poly[k]);
+  const VI e = bits(nf + bc(kE64Rounder)) - bits(bc(kE64Rounder));
+  V y = p * from_bits((e + 1023) << 52);
+  const VI out = ~((x >= bc(-708.0)) & (x <= bc(709.0)));
+  if (any(out))
+    for (int i = 0; i < kW; ++i)
+      if (out[i]) y[i] = ls_exp64(x[i]);
+  return y;
+}
+
+// exp_iv of each element (its narrow case; the wide one per element).
+LS_INLINE IvV exp_iv_v(IvV d) {
+  const V w = upv(d.hi - d.lo);
+  const V c = exp64v(d.lo);
+  const V t = dnv(c - bc(0x1p-1074));
+  const V lo =
+      t <= bc(0.0) ? bc(0.0) : vmax(bc(0.0), dnv(t * bc(1.0 - 0x1p-51)));
+  const V hi = upv(upv(upv(c + bc(0x1p-1074)) * bc(1.0 + 0x1p-51)) *
+                   upv(bc(1.0) + upv(bc(2.0) * w)));
+  IvV e{lo, hi};
+  const VI wide = (d.hi > bc(709.0)) | ~(w <= bc(0x1p-20));
+  if (any(wide))
+    for (int i = 0; i < kW; ++i)
+      if (wide[i]) e.lo[i] = exp_lower(d.lo[i]), e.hi[i] = exp_upper(d.hi[i]);
+  return e;
+}
+
+// The engine's ls_layernorm64 for n = 4 (ls_sum64 and ls_dot64 are
+// sequential from +0.0 below 16 terms) and ls_matvec64 for n_in < 16.
+LS_INLINE void ln64v(const V* x, const double* g, const double* b, V* y) {
+  V acc = bc(0.0);
+  for (int k = 0; k < 4; ++k) acc = acc + x[k];
+  const V mean = acc / bc(4.0);
+  V d[4];
+  for (int k = 0; k < 4; ++k) d[k] = x[k] - mean;
+  V v = bc(0.0);
+  for (int k = 0; k < 4; ++k) v = v + d[k] * d[k];
+  const V var = v / bc(4.0);
+  const V r = bc(1.0) / vsqrt(var + bc(kLnEps64));
+  for (int k = 0; k < 4; ++k) y[k] = (d[k] * r) * bc(g[k]) + bc(b[k]);
+}
+LS_INLINE void mv64v(const V* x, const double* w, const double* b, int n_in,
+                     int n_out, V* y) {
+  for (int o = 0; o < n_out; ++o) {
+    V s = bc(0.0);
+    for (int k = 0; k < n_in; ++k) s = s + x[k] * bc(w[k * n_out + o]);
+    y[o] = s + bc(b[o]);
+  }
+}
+// ls_gelu64 (through ls_tanh64) of each element.
+LS_INLINE V gelu64v(V x) {
+  const V x3 = (x * x) * x;
+  const V u = bc(kGeluC64) * (x + bc(kGeluA64) * x3);
+  const VI neg = u < bc(0.0);
+  const V a = neg ? -u : u;
+  const V e = exp64v(a + a);
+  V th = bc(1.0) - bc(2.0) / (e + bc(1.0));
+  th = neg ? -th : th;
+  return (bc(0.5) * x) * (bc(1.0) + th);
+}
+// gelu_enclosure of each element.
+LS_INLINE IvV gelu_iv_v(IvV x) {
+  const IvV x3 = mulv(sqrv(x), x);
+  const IvV U = mulv(ivb(kGeluC), addv(x, mulv(ivb(kGeluA), x3)));
+  const IvV e = exp_iv_v({bc(-2.0) * U.hi, bc(-2.0) * U.lo});
+  const V wlo = dnv(bc(2.0) / upv(bc(1.0) + e.hi));
+  const V whi = upv(bc(2.0) / dnv(bc(1.0) + e.lo));
+  const IvV Wv{vmax(bc(0.0), wlo), vmin(whi, bc(up(2.0)))};
+  return mulv(mulwv(x, 0.5), Wv);
+}
+
+}  // namespace
+
+void exp64_batch(const double* x, double* y, int n) {
+  int i = 0;
+  for (; i + kW <= n; i += kW) {
+    const V v = exp64v(ld(x + i));
+    std::memcpy(y + i, &v, sizeof v);
+  }
+  for (; i < n; ++i) y[i] = ls_exp64(x[i]);
+}
+
+// The lanes' copies of the last position's rows, as structure of arrays:
+// soa_[((t * 48 + f) * 256) + b], f: x, q, k, v (4 each), then the lower
+// and upper ends of X, Q, K, V (4 each).
+void Tiny4Sweep::build_soa() {
+  soa_.assign(4 * 48 * 256, 0.0);
+  for (int t = 0; t < 4; ++t)
+    for (int b = 0; b < 256; ++b) {
+      const Row& r = rows_[size_t(t) * 256 + b];
+      const auto put = [&](int f, double v) {
+        soa_[(size_t(t) * 48 + f) * 256 + b] = v;
+      };
+      for (int i = 0; i < 4; ++i) {
+        put(i, r.x[i]), put(4 + i, r.q[i]), put(8 + i, r.k[i]);
+        put(12 + i, r.v[i]);
+        put(16 + i, r.X[i].lo), put(20 + i, r.X[i].hi);
+        put(24 + i, r.Q[i].lo), put(28 + i, r.Q[i].hi);
+        put(32 + i, r.K[i].lo), put(36 + i, r.K[i].hi);
+        put(40 + i, r.V[i].lo), put(44 + i, r.V[i].hi);
+      }
+    }
+}
+
+template <int N>
+void Tiny4Sweep::batch(const int32_t* prefix, double* bound, bool* refined,
+                       double (*lnf)[4]) const {
+  constexpr int t = N - 1;  // the position; N positions attended
+  const ls_tiny_layout L = ls_tiny_layout_for(4);
+  const double* w = w_.data();
+  const Row* pre[4] = {};
+  for (int j = 0; j < t; ++j) pre[j] = &rows_[size_t(j) * 256 + prefix[j]];
+  constexpr double kGamma5 = 5.6e-16;  // >= 5u / (1 - 5u)
+  for (int l0 = 0; l0 < kLanes; l0 += kW) {
+    const auto f = [&](int field) {
+      return ld(&soa_[(size_t(t) * 48 + field) * 256 + l0]);
+    };
+    V x[4], q[4], k[4], v[4];
+    IvV X[4], Q[4], K[4], Vv[4];
+    for (int i = 0; i < 4; ++i) {
+      x[i] = f(i), q[i] = f(4 + i), k[i] = f(8 + i), v[i] = f(12 + i);
+      X[i] = {f(16 + i), f(20 + i)}, Q[i] = {f(24 + i), f(28 + i)};
+      K[i] = {f(32 + i), f(36 + i)}, Vv[i] = {f(40 + i), f(44 + i)};
+    }
+    // tail's computed part.
+    V a[4];
+    for (int head = 0; head < 2; ++head) {
+      const int c0 = head * 2, c1 = head * 2 + 1;
+      V score[N];
+      for (int j = 0; j < N; ++j) {
+        const V k0 = j < t ? bc(pre[j]->k[c0]) : k[c0];
+        const V k1 = j < t ? bc(pre[j]->k[c1]) : k[c1];
+        V acc = bc(0.0);
+        acc = acc + q[c0] * k0;
+        acc = acc + q[c1] * k1;
+        score[j] = acc / bc(kSqrtHeadDim);
+      }
+      // ls_softmax64.
+      V m = score[0];
+      for (int j = 1; j < N; ++j) m = score[j] > m ? score[j] : m;
+      V sum = bc(0.0), p[N];
+      for (int j = 0; j < N; ++j) {
+        p[j] = exp64v(score[j] - m);
+        sum = sum + p[j];
+      }
+      for (int j = 0; j < N; ++j) p[j] = p[j] / sum;
+      // ls_weighted_sum64.
+      for (int d = 0; d < 2; ++d) {
+        V acc = bc(0.0);
+        for (int j = 0; j < N; ++j)
+          acc = acc + p[j] * (j < t ? bc(pre[j]->v[c0 + d]) : v[c0 + d]);
+        a[c0 + d] = acc;
+      }
+    }
+    V y[4], x1[4], hh[4], ff[8], h[4];
+    mv64v(a, w + L.proj_w, w + L.proj_b, 4, 4, y);
+    for (int i = 0; i < 4; ++i) x1[i] = x[i] + y[i];
+    ln64v(x1, w + L.ln2_g, w + L.ln2_b, hh);
+    mv64v(hh, w + L.fc_w, w + L.fc_b, 4, 8, ff);
+    for (int i = 0; i < 8; ++i) ff[i] = gelu64v(ff[i]);
+    mv64v(ff, w + L.out_w, w + L.out_b, 8, 4, y);
+    for (int i = 0; i < 4; ++i) x1[i] = x1[i] + y[i];
+    ln64v(x1, w + L.lnf_g, w + L.lnf_b, h);
+    // tail's interval part.
+    IvV A[4];
+    for (int head = 0; head < 2; ++head) {
+      const int c0 = head * 2, c1 = head * 2 + 1;
+      IvV S[N], P[N], E[N];
+      for (int j = 0; j < N; ++j) {
+        const IvV K0 = j < t ? ivb(pre[j]->K[c0]) : K[c0];
+        const IvV K1 = j < t ? ivb(pre[j]->K[c1]) : K[c1];
+        S[j] = divpv(addv(mulv(Q[c0], K0), mulv(Q[c1], K1)), ivb(kSqrt2));
+      }
+      // softmax_iv.
+      V c = S[0].hi;
+      for (int j = 1; j < N; ++j) c = vmax(c, S[j].hi);
+      V tlo = bc(0.0), thi = bc(0.0);
+      for (int j = 0; j < N; ++j) {
+        E[j] = exp_iv_v(subv(S[j], ptv(c)));
+        tlo = dnv(tlo + E[j].lo);
+        thi = upv(thi + E[j].hi);
+      }
+      for (int j = 0; j < N; ++j) {
+        const V rlo = vmax(bc(0.0), dnv(tlo - E[j].lo));
+        const V rhi = vmax(bc(0.0), upv(thi - E[j].hi));
+        const V lo =
+            E[j].lo > bc(0.0) ? dnv(E[j].lo / upv(E[j].lo + rhi)) : bc(0.0);
+        const V hi =
+            E[j].hi > bc(0.0) ? upv(E[j].hi / dnv(E[j].hi + rlo)) : bc(0.0);
+        P[j] = {vmax(bc(0.0), lo), vmin(bc(1.0), hi)};
+      }
+      for (int d = 0; d < 2; ++d) {
+        IvV acc{bc(0.0), bc(0.0)};
+        for (int j = 0; j < N; ++j)
+          acc = addv(acc,
+                     mulv(P[j], j < t ? ivb(pre[j]->V[c0 + d]) : Vv[c0 + d]));
+        A[c0 + d] = acc;
+      }
+    }
+    IvV Y[4], X1[4], HH[4], F[8], H[4];
+    matvec_iv_v(A, w + L.proj_w, w + L.proj_b, 4, 4, Y);
+    for (int i = 0; i < 4; ++i) X1[i] = addv(X[i], Y[i]);
+    layernorm_iv_v(X1, w + L.ln2_g, w + L.ln2_b, HH);
+    matvec_iv_v(HH, w + L.fc_w, w + L.fc_b, 4, 8, F);
+    for (IvV& z : F) z = gelu_iv_v(z);
+    matvec_iv_v(F, w + L.out_w, w + L.out_b, 8, 4, Y);
+    for (int i = 0; i < 4; ++i) X1[i] = addv(X1[i], Y[i]);
+    layernorm_iv_v(X1, w + L.lnf_g, w + L.lnf_b, H);
+    // input_bound's head_bound.
+    V spread = bc(0.0), size = bc(bmax_);
+    for (int kk = 0; kk < 4; ++kk) {
+      const V r = vmax(upv(H[kk].hi - h[kk]), upv(h[kk] - H[kk].lo));
+      spread = upv(spread + upv(r * bc(colmax_[kk])));
+      size = upv(size + upv(vabs(h[kk]) * bc(colmax_[kk])));
+    }
+    const V e = upv(upv(spread + upv(bc(kGamma5) * size)) + bc(0x1p-1070));
+    for (int i = 0; i < kW; ++i) {
+      bound[l0 + i] = e[i];
+      if (lnf)
+        for (int kk = 0; kk < 4; ++kk) lnf[l0 + i][kk] = h[kk][i];
+    }
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    double e = bound[l];
+    bool ref = false;
+    if (!(e <= kGoal)) {  // above the goal, or not a number: the scalar path
+      ref = true;
+      if (t == 3) {
+        const std::array<int32_t, 4> tok{prefix[0], prefix[1], prefix[2], l};
+        e = input_bound(tok, nullptr, &ref);
+      } else {
+        std::vector<int32_t> tok(prefix, prefix + t);
+        tok.push_back(l);
+        const double c = certify_tiny(4, w_, tok, B_).max_bound;
+        e = (c < e || e != e) ? c : e;
+      }
+    }
+    bound[l] = e;
+    if (refined) refined[l] = ref;
+  }
+}
+
+void Tiny4Sweep::batch_bounds(int t, const int32_t* prefix, double* bound,
+                              bool* refined, double (*lnf)[4]) const {
+  for (int j = 0; j < t; ++j)
+    if (prefix[j] < 0 || prefix[j] > 255)
+      throw Error("certify-tiny: a prefix byte is not in [0, 255]");
+  switch (t) {
+    case 0:
+      return batch<1>(prefix, bound, refined, lnf);
+    case 1:
+      return batch<2>(prefix, bound, refined, lnf);
+    case 2:
+      return batch<3>(prefix, bound, refined, lnf);
+    case 3:
+      return batch<4>(prefix, bound, refined, lnf);
+    default:
+      throw Error("certify-tiny: the position must be 0, 1, 2 or 3");
+  }
+}
+
+void Tiny4Sweep::Stats::add(const Stats& o) {
+  if (o.inputs && (o.max_bound > max_bound || inputs == 0))
+    max_bound = o.max_bound, worst = o.worst;
+  inputs += o.inputs;
+  sum_bound += o.sum_bound;
+  over_goal += o.over_goal;
+  refined += o.refined;
+}
+
 Tiny4Sweep::Result Tiny4Sweep::run(
     int first, int last, int stride, int offset, int threads,
-    const std::function<void(long, long)>& progress) const {
+    const std::function<void(long, long)>& progress, bool batched) const {
   if (first < 0 || last > 65536 || first > last || stride < 1 || offset < 0 ||
       offset >= stride || threads < 1)
     throw Error("certify-tiny: bad sweep range");
@@ -687,35 +1154,74 @@ Tiny4Sweep::Result Tiny4Sweep::run(
   std::atomic<size_t> next{0}, done{0};
   std::mutex mu;
   Result total;
+  // Position 0's bounds (the 256 one-byte inputs), once.
+  std::array<double, 256> pos0{};
+  std::array<bool, 256> ref0{};
+  if (batched) batch_bounds(0, nullptr, pos0.data(), ref0.data());
+  const auto count = [](Stats& s, double e, bool refined,
+                        const std::array<int32_t, 4>& tok) {
+    ++s.inputs;
+    s.refined += refined;
+    s.sum_bound += e;
+    if (e > kGoal) ++s.over_goal;
+    if (e > s.max_bound || s.inputs == 1) s.max_bound = e, s.worst = tok;
+  };
   auto worker = [&] {
     Result r;
+    int cached_b0 = -1;  // position 1's bounds of first byte cached_b0
+    std::array<double, 256> pos1{}, pos2{}, pos3{};
+    std::array<bool, 256> ref1{}, ref2{}, ref3{};
     for (;;) {
       const size_t i = next.fetch_add(1);
       if (i >= units.size()) break;
       const int u = units[i];
-      std::array<int32_t, 4> tok{u >> 8, u & 255, 0, 0};
+      const int b0 = u >> 8, b1 = u & 255;
+      std::array<int32_t, 4> tok{b0, b1, 0, 0};
+      if (!batched) {
+        for (int b2 = 0; b2 < 256; ++b2) {
+          tok[2] = b2;
+          for (int b3 = 0; b3 < 256; ++b3) {
+            tok[3] = b3;
+            bool refined = false;
+            const double e = input_bound(tok, nullptr, &refined);
+            count(r, e, refined, tok);
+          }
+        }
+        done.fetch_add(1);
+        continue;
+      }
+      if (b0 != cached_b0) {
+        batch_bounds(1, tok.data(), pos1.data(), ref1.data());
+        cached_b0 = b0;
+      }
+      // Positions 0 and 1 are counted once: in unit 0 and in unit (b0, 0).
+      if (u == 0)
+        for (int b = 0; b < 256; ++b) count(r.prefix[0], pos0[b], ref0[b], {b});
+      if (b1 == 0)
+        for (int b = 0; b < 256; ++b)
+          count(r.prefix[1], pos1[b], ref1[b], {b0, b});
+      batch_bounds(2, tok.data(), pos2.data(), ref2.data());
+      const double e01 = std::max(pos0[b0], pos1[b1]);
       for (int b2 = 0; b2 < 256; ++b2) {
         tok[2] = b2;
+        count(r.prefix[2], pos2[b2], ref2[b2], {b0, b1, b2});
+        batch_bounds(3, tok.data(), pos3.data(), ref3.data());
+        const double e012 = std::max(e01, pos2[b2]);
         for (int b3 = 0; b3 < 256; ++b3) {
           tok[3] = b3;
-          bool refined = false;
-          const double e = input_bound(tok, nullptr, &refined);
-          ++r.inputs;
-          r.refined += refined;
-          r.sum_bound += e;
-          if (e > 1e-9) ++r.over_goal;
-          if (e > r.max_bound || r.inputs == 1) r.max_bound = e, r.worst = tok;
+          count(r, pos3[b3], ref3[b3], tok);
+          const double all = std::max(e012, pos3[b3]);
+          r.max_all = std::max(r.max_all, all);
+          r.sum_all += all;
         }
       }
       done.fetch_add(1);
     }
     std::lock_guard<std::mutex> lock(mu);
-    if (r.inputs && (r.max_bound > total.max_bound || total.inputs == 0))
-      total.max_bound = r.max_bound, total.worst = r.worst;
-    total.inputs += r.inputs;
-    total.sum_bound += r.sum_bound;
-    total.over_goal += r.over_goal;
-    total.refined += r.refined;
+    total.add(r);
+    for (int p = 0; p < 3; ++p) total.prefix[p].add(r.prefix[p]);
+    total.max_all = std::max(total.max_all, r.max_all);
+    total.sum_all += r.sum_all;
     // MPFR's per-thread caches (exp's tables) die with the thread: free
     // them here so LeakSanitizer sees no lost blocks.
     mpfr_free_cache();
@@ -728,6 +1234,8 @@ Tiny4Sweep::Result Tiny4Sweep::run(
   }
   for (auto& th : pool) th.join();
   if (progress) progress(long(units.size()), long(units.size()));
+  if (!batched)
+    total.max_all = total.max_bound, total.sum_all = total.sum_bound;
   return total;
 }
 

@@ -40,6 +40,9 @@ double exp_lower(double z);
 double exp_upper(double z);
 // The real exp over [d.lo, d.hi] (one ls_exp64 call when narrow).
 Iv exp_iv(Iv d);
+// y[i] = ls_exp64(x[i]) bit for bit, for n arguments at once (the
+// batched sweep's exp: loops the compiler vectorizes).
+void exp64_batch(const double* x, double* y, int n);
 // The real tanh-form GELU (docs/numerics.md §2.2) over an interval.
 Iv gelu_enclosure(Iv x);
 
@@ -75,19 +78,44 @@ class Tiny4Sweep {
                      TinyLogits* logits = nullptr,
                      bool* refined = nullptr) const;
 
-  struct Result {
-    uint64_t inputs = 0;  // four-byte inputs certified
+  // The batched path (docs/certify-tiny.md, "The batched sweep"): the
+  // bounds of position t's 256 logits for the 256 inputs prefix[0..t-1], b
+  // (b = 0..255, the lane), all lanes at once in the same operations and
+  // order as input_bound (t = 3: bound[b] == input_bound({prefix, b}) bit
+  // for bit). A lane whose bound is not below 1e-9 (or is not a number)
+  // is redone by the scalar path: input_bound for t = 3, certify_tiny's
+  // max_bound (with the second pass) for t < 3, keeping the smaller of the
+  // two. refined[b] (if non-null) says whether that ran; lnf (if non-null)
+  // receives the engine's ln_f output of each lane (the head's input).
+  void batch_bounds(int t, const int32_t* prefix, double* bound,
+                    bool* refined = nullptr, double (*lnf)[4] = nullptr) const;
+
+  struct Stats {
+    uint64_t inputs = 0;  // inputs certified (of t + 1 bytes for position t)
     double max_bound = 0.0;
     std::array<int32_t, 4> worst{};  // an input attaining max_bound
     double sum_bound = 0.0;          // for the mean
     uint64_t over_goal = 0;          // inputs with a bound above 1e-9
     uint64_t refined = 0;            // inputs that needed the second pass
+    void add(const Stats& o);
+  };
+  struct Result : Stats {  // the last position's logits (four-byte inputs)
+    // Positions 0, 1, 2: the logits of the 1-, 2- and 3-byte prefixes
+    // (position t's logits depend on bytes 0..t only). Position 0 is
+    // counted in unit 0, position 1 of first byte b0 in unit (b0, 0).
+    std::array<Stats, 3> prefix{};
+    // Over every logit of every position of the inputs run: the largest
+    // bound, and the sum over inputs of each input's largest bound.
+    double max_all = 0.0, sum_all = 0.0;
   };
   // Units are the 65536 two-byte prefixes (b0, b1), each 65536 inputs.
   // Runs units [first, last) with u % stride == offset on `threads`
   // threads; progress(done_units, total_units) is called from this thread.
+  // batched: the batched path (positions 0-3); otherwise the scalar
+  // input_bound per input (position 3 only: the reference).
   Result run(int first, int last, int stride, int offset, int threads,
-             const std::function<void(long, long)>& progress = {}) const;
+             const std::function<void(long, long)>& progress = {},
+             bool batched = true) const;
 
  private:
   struct Row {
@@ -95,10 +123,16 @@ class Tiny4Sweep {
     Iv X[4], Q[4], K[4], V[4];      // real enclosures
   };
   void tail(const Row* rows[4], double* h, Iv* H) const;
+  template <int N>
+  void batch(const int32_t* prefix, double* bound, bool* refined,
+             double (*lnf)[4]) const;
   std::vector<double> w_;
+  double B_;
   std::vector<Row> rows_;  // [position][byte]
-  double colmax_[4];       // max_o |head.w[k][o]|
-  double bmax_;            // max_o |head.b[o]|
+  void build_soa();
+  std::vector<double> soa_;  // rows_ as lanes (build_soa)
+  double colmax_[4];         // max_o |head.w[k][o]|
+  double bmax_;              // max_o |head.b[o]|
 };
 
 // (a): the a-priori bound for every input of up to n_ctx positions and

@@ -14,7 +14,9 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -23,6 +25,8 @@
 
 #include "lockstep/error.h"
 #include "lockstep/tiny.h"
+#include "ls_arith.h"
+#include "ls_ops64.h"
 #include "ls_tiny.h"
 
 namespace lockstep {
@@ -304,6 +308,139 @@ TEST(TinyCertify, ShippedTiny4PerInputAndStridedSweep) {
       "above 1e-9\n",
       (unsigned long long)r.inputs, r.max_bound, r.sum_bound / double(r.inputs),
       (unsigned long long)r.over_goal);
+}
+
+// The batched sweep's exp gives ls_exp64's bits: random arguments over the
+// whole range, its own range's ends, and the cases it hands to ls_exp64.
+TEST(TinyCertify, Exp64BatchEqualsLsExp64) {
+  std::mt19937_64 rng(64);
+  std::vector<double> x = {0.0,
+                           -0.0,
+                           -708.0,
+                           709.0,
+                           std::nextafter(-708.0, -1000.0),
+                           std::nextafter(709.0, 1000.0),
+                           -745.0,
+                           -745.2,
+                           -1000.0,
+                           710.0,
+                           1e-300,
+                           -1e-300,
+                           0x1p-1074,
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
+                           std::nan("")};
+  std::uniform_real_distribution<double> wide(-760.0, 720.0), narrow(-40, 40);
+  for (int i = 0; i < 200000; ++i) x.push_back(i % 2 ? wide(rng) : narrow(rng));
+  std::vector<double> y(x.size());
+  tc::exp64_batch(x.data(), y.data(), int(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = ls_exp64(x[i]);
+    ASSERT_EQ(std::memcmp(&y[i], &want, sizeof want), 0)
+        << "first difference at " << i << ": x " << std::hexfloat << x[i]
+        << " batch " << y[i] << " ls_exp64 " << want;
+  }
+}
+
+// The batched path against the scalar one: position 3's bounds equal
+// input_bound's bit for bit (the same operations in the same order), the
+// lanes' ln_f outputs give the checked entry's logits, positions 0-2's
+// bounds are above MPFR's observed error; the whole strided sweep equals
+// the scalar sweep's.
+void check_batched(const std::vector<double>& w, double B,
+                   const std::vector<std::array<int32_t, 3>>& prefixes,
+                   int samples, std::mt19937_64& rng) {
+  const tc::Tiny4Sweep sweep(w, B);
+  std::array<double, 256> got{};
+  std::array<bool, 256> ref{};
+  double lnf[256][4];
+  for (const auto& pre : prefixes) {
+    for (int t = 0; t < 4; ++t) {
+      sweep.batch_bounds(t, pre.data(), got.data(), ref.data(), lnf);
+      if (t == 3) {
+        for (int b = 0; b < 256; ++b) {
+          bool want_ref = false;
+          const double want = sweep.input_bound({pre[0], pre[1], pre[2], b},
+                                                nullptr, &want_ref);
+          ASSERT_EQ(std::memcmp(&got[b], &want, sizeof want), 0)
+              << "prefix " << pre[0] << "," << pre[1] << "," << pre[2]
+              << " first differing lane " << b << ": batched " << std::hexfloat
+              << got[b] << " scalar " << want;
+          ASSERT_EQ(ref[b], want_ref) << b;
+        }
+      }
+      for (int s = 0; s < samples; ++s) {
+        const int b = int(rng() % 256);
+        std::vector<int32_t> tok(pre.begin(), pre.begin() + t);
+        tok.push_back(b);
+        const TinyLogits engine = tiny_logits(4, w, tok, B);
+        const std::vector<R> real = real_logits(4, clipped(w, B), tok);
+        TinyLogits mine;
+        const ls_tiny_layout L = ls_tiny_layout_for(4);
+        const std::vector<double> c = clipped(w, B);
+        ls_matvec64(lnf[b], &c[L.head_w], &c[L.head_b], 4, 256, mine.data());
+        double observed = 0.0;
+        for (int o = 0; o < 256; ++o) {
+          ASSERT_EQ(std::memcmp(&mine[o], &engine[o], 8), 0)
+              << "t " << t << " lane " << b << " logit " << o << ": "
+              << std::hexfloat << mine[o] << " vs " << engine[o];
+          observed = std::max(observed, real[o].dist(engine[o]));
+        }
+        EXPECT_LE(observed, got[b]) << "t " << t << " lane " << b;
+        EXPECT_GT(got[b], 0.0);
+      }
+    }
+  }
+}
+
+TEST(TinyCertify, BatchedSweepEqualsScalarPath) {
+  std::mt19937_64 rng(77);
+  const TinyModel m = shipped("tiny4");
+  // 0,0,81 holds the hardest input 0,0,81,118 (second pass).
+  check_batched(m.weights, 10.0, {{0, 0, 81}, {84, 111, 32}, {255, 7, 200}}, 4,
+                rng);
+  std::vector<std::array<int32_t, 3>> pre(2);
+  for (double B : {0.5, 2.0, 10.0}) {
+    std::uniform_real_distribution<double> d(-1.5 * B, 1.5 * B);
+    std::vector<double> w(ls_tiny_layout_for(4).total);
+    for (double& v : w) v = d(rng);
+    for (auto& p : pre)
+      for (int32_t& b : p) b = int32_t(rng() % 256);
+    check_batched(w, B, pre, 2, rng);
+  }
+  // The strided sweep: batched == scalar (position 3), on one thread each
+  // (so that the sums add in the same order).
+  const tc::Tiny4Sweep sweep(m.weights, 10.0);
+  const tc::Tiny4Sweep::Result a = sweep.run(0, 65536, 32768, 7, 1, {}, true);
+  const tc::Tiny4Sweep::Result b = sweep.run(0, 65536, 32768, 7, 1, {}, false);
+  EXPECT_EQ(a.inputs, 131072u);
+  EXPECT_EQ(a.inputs, b.inputs);
+  EXPECT_EQ(std::memcmp(&a.max_bound, &b.max_bound, 8), 0)
+      << std::hexfloat << a.max_bound << " " << b.max_bound;
+  EXPECT_EQ(std::memcmp(&a.sum_bound, &b.sum_bound, 8), 0)
+      << std::hexfloat << a.sum_bound << " " << b.sum_bound;
+  EXPECT_EQ(a.worst, b.worst);
+  EXPECT_EQ(a.over_goal, b.over_goal);
+  EXPECT_EQ(a.refined, b.refined);
+  // Unit 7 is (0, 7): position 0 (unit 0) is not in this subset, position
+  // 1 not either (b1 != 0); position 2: 256 three-byte prefixes.
+  EXPECT_EQ(a.prefix[0].inputs, 0u);
+  EXPECT_EQ(a.prefix[1].inputs, 0u);
+  EXPECT_EQ(a.prefix[2].inputs, 512u);
+  EXPECT_GE(a.max_all, a.max_bound);
+  EXPECT_GE(a.max_all, a.prefix[2].max_bound);
+  const tc::Tiny4Sweep::Result z = sweep.run(0, 1, 1, 0, 1);  // unit (0, 0)
+  EXPECT_EQ(z.prefix[0].inputs, 256u);
+  EXPECT_EQ(z.prefix[1].inputs, 256u);
+  EXPECT_EQ(z.prefix[2].inputs, 256u);
+  EXPECT_EQ(z.inputs, 65536u);
+  for (const auto* s : {&z.prefix[0], &z.prefix[1], &z.prefix[2]})
+    EXPECT_LT(s->max_bound, 1e-9);
+  std::printf(
+      "tiny4 unit (0,0): positions 0/1/2/3 max %.3e / %.3e / %.3e / %.3e, "
+      "all %.3e\n",
+      z.prefix[0].max_bound, z.prefix[1].max_bound, z.prefix[2].max_bound,
+      z.max_bound, z.max_all);
 }
 
 TEST(TinyCertify, ShippedTiny64And128OnShakespeare) {
