@@ -106,7 +106,16 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
           loop assigns i, s[0 .. h - 1];
           loop variant h - i;
       */
-      for (int i = 0; i < h; ++i) s[i] = s[i] + s[i + h];
+      for (int i = 0; i < h; ++i)
+        /*@ for order: assert h == 8 ==> ls_same64(ls_add64(s[i], s[i + h]),
+              ls_tree64((double*)x, (double*)w, stride, len, 8, i)); */
+        /*@ for order: assert h == 4 ==> ls_same64(ls_add64(s[i], s[i + h]),
+              ls_tree64((double*)x, (double*)w, stride, len, 4, i)); */
+        /*@ for order: assert h == 2 ==> ls_same64(ls_add64(s[i], s[i + h]),
+              ls_tree64((double*)x, (double*)w, stride, len, 2, i)); */
+        /*@ for order: assert h == 1 ==> ls_same64(ls_add64(s[i], s[i + h]),
+              ls_tree64((double*)x, (double*)w, stride, len, 1, i)); */
+        s[i] = s[i] + s[i + h];
     }
     return s[0];
   }
@@ -143,9 +152,45 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
 }
 
 /* The LayerNorm sums follow §2.1's order with a unit second factor
- * replaced by the plain term (no multiplication by 1.0 is performed). */
+ * replaced by the plain term (no multiplication by 1.0 is performed).
+ * ACSL (docs/proofs.md): that order as logic, as for ls_dot64 above:
+ * ls_seq_sum64 the sequential sum from +0.0 of x[k] for k in [lo, hi),
+ * ls_sblk64 block b's sum, ls_stree64(m, i) the halving tree's s[i] with m
+ * live sums (m = 1, i = 0: the result). */
+/*@ axiomatic LsSum64 {
+      logic double ls_seq_sum64{L}(double* x, integer lo, integer hi)
+        reads x[lo .. hi - 1];
+      axiom ls_seq_sum64_empty{L}:
+        \forall double* x, integer lo, hi;
+          hi <= lo ==> ls_same64(ls_seq_sum64(x, lo, hi), (double)0.0);
+      axiom ls_seq_sum64_step{L}:
+        \forall double* x, integer lo, hi;
+          lo < hi ==> ls_same64(ls_seq_sum64(x, lo, hi),
+            ls_add64(ls_seq_sum64(x, lo, hi - 1), x[hi - 1]));
+    }
+    logic double ls_sblk64{L}(double* x, integer len, integer b) =
+      ls_seq_sum64(x, b * len, (b + 1) * len);
+    logic double ls_s8_64{L}(double* x, integer len, integer i) =
+      ls_add64(ls_sblk64(x, len, i), ls_sblk64(x, len, i + 8));
+    logic double ls_s4_64{L}(double* x, integer len, integer i) =
+      ls_add64(ls_s8_64(x, len, i), ls_s8_64(x, len, i + 4));
+    logic double ls_s2_64{L}(double* x, integer len, integer i) =
+      ls_add64(ls_s4_64(x, len, i), ls_s4_64(x, len, i + 2));
+    logic double ls_stree64{L}(double* x, integer len, integer m,
+                               integer i) =
+      m == 16 ? ls_sblk64(x, len, i) :
+      m == 8 ? ls_s8_64(x, len, i) :
+      m == 4 ? ls_s4_64(x, len, i) :
+      m == 2 ? ls_s2_64(x, len, i) :
+      ls_add64(ls_s2_64(x, len, 0), ls_s2_64(x, len, 1));
+    predicate ls_sum64_spec{L}(double* x, integer n, double r) =
+      n > 0 && n % 16 == 0 ? ls_same64(r, ls_stree64(x, n / 16, 1, 0))
+                           : ls_same64(r, ls_seq_sum64(x, 0, n));
+*/
 /*@ requires \valid_read(x + (0 .. n - 1));
     assigns \nothing;
+    behavior order:
+      ensures ls_sum64_spec((double*)x, n, \result);
 */
 static double ls_sum64(const double* x, int n) {
   if (n > 0 && n % 16 == 0) {
@@ -153,6 +198,8 @@ static double ls_sum64(const double* x, int n) {
     int len = n / 16;
     /*@ assert n == 16 * len; */
     /*@ loop invariant 0 <= blk <= 16;
+        for order: loop invariant \forall integer b; 0 <= b < blk ==>
+          ls_same64(s[b], ls_sblk64((double*)x, len, b));
         loop assigns blk, s[0 .. 15];
         loop variant 16 - blk;
     */
@@ -160,6 +207,8 @@ static double ls_sum64(const double* x, int n) {
       double acc = 0.0;
       /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
+          for order: loop invariant
+            ls_same64(acc, ls_seq_sum64((double*)x, blk * len, k));
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
@@ -167,20 +216,40 @@ static double ls_sum64(const double* x, int n) {
       s[blk] = acc;
     }
     /*@ loop invariant h == 8 || h == 4 || h == 2 || h == 1 || h == 0;
+        for order: loop invariant h > 0 ==> \forall integer i;
+          0 <= i < 2 * h ==>
+            ls_same64(s[i], ls_stree64((double*)x, len, 2 * h, i));
+        for order: loop invariant h == 0 ==>
+          ls_same64(s[0], ls_stree64((double*)x, len, 1, 0));
         loop assigns h, s[0 .. 7];
         loop variant h;
     */
     for (int h = 8; h >= 1; h /= 2) {
       /*@ loop invariant 0 <= i <= h;
+          for order: loop invariant \forall integer j; 0 <= j < i ==>
+            ls_same64(s[j], ls_stree64((double*)x, len, h, j));
+          for order: loop invariant \forall integer j; i <= j < 16 ==>
+            ls_same64(s[j], \at(s[j], LoopEntry));
           loop assigns i, s[0 .. h - 1];
           loop variant h - i;
       */
-      for (int i = 0; i < h; ++i) s[i] = s[i] + s[i + h];
+      for (int i = 0; i < h; ++i)
+        /*@ for order: assert h == 8 ==> ls_same64(ls_add64(s[i], s[i + h]),
+              ls_stree64((double*)x, len, 8, i)); */
+        /*@ for order: assert h == 4 ==> ls_same64(ls_add64(s[i], s[i + h]),
+              ls_stree64((double*)x, len, 4, i)); */
+        /*@ for order: assert h == 2 ==> ls_same64(ls_add64(s[i], s[i + h]),
+              ls_stree64((double*)x, len, 2, i)); */
+        /*@ for order: assert h == 1 ==> ls_same64(ls_add64(s[i], s[i + h]),
+              ls_stree64((double*)x, len, 1, i)); */
+        s[i] = s[i] + s[i + h];
     }
     return s[0];
   }
   double acc = 0.0;
   /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
+      for order: loop invariant
+        ls_same64(acc, ls_seq_sum64((double*)x, 0, k));
       loop assigns k, acc;
       loop variant n - k;
   */
