@@ -4,7 +4,7 @@
 # Dawn for Node.js (the npm package `webgpu`, linux-x64) from PACK, then
 # runs the bench on the models given (its output: one JSON line each).
 #   hosts/node/webgpu_bench_remote.sh PACK OUT_FILE [bench options] MODEL...
-# PACK (made by hand, see docs/browser.md): node.xz (a stripped Node.js
+# PACK (hosts/node/webgpu_bench_pack.sh makes it): node.xz (a stripped Node.js
 # 20 binary), dawn.node.xz (webgpu's dist/linux-x64/dawn.node, stripped),
 # webgpu/index.js and package.json, wasm/ (lockstep.wasm,
 # lockstep-web.wasm and their .sha256).
