@@ -15,6 +15,7 @@ import {
   bytesSource, firstDifference, bitsHex, LockstepError,
 } from '../../web/lockstep-web.mjs';
 import { quantizeQ8 } from '../../hosts/node/q8_quantize.mjs';
+import { q8TensorTable } from '../../web/checkpoint_q8.mjs';
 import { fileFetch } from './node_fetch.mjs';
 
 const [wasmDir, hfDir, packedPath, int8Path] = process.argv.slice(2);
@@ -126,6 +127,31 @@ for (let round = 0; round < 6; ++round) {
   console.log(`ok   int8: ${q8compared} logit vectors of the controller ` +
               'equal lockstep.wasm\'s');
   compared += q8compared;
+  // A projection input that is not finite (§7.2 step 1): h0.ln_1.g set to
+  // 3e38 (finite weights) makes ln_1's output overflow; both modules must
+  // report the non-finite logits (status 10), the controller through its
+  // NaN rows, in one prefill and in chunks of 4.
+  const badW = { ...q8, payload: new Uint8Array(q8.payload) };  // a copy
+  const ln = q8TensorTable(q8.config).tensors.find((t) => t.name === 'h0.ln_1.g');
+  new Float32Array(badW.payload.buffer, ln.offset, q8.config.n_embd).fill(3e38);
+  const errorOf = async (f) => {
+    try {
+      await f();
+      return 'no error';
+    } catch (e) {
+      return e instanceof LockstepError ? e.message : `not a LockstepError: ${e}`;
+    }
+  };
+  const want = await errorOf(() => WasmSession.open(simd, badW).prefill([1, 2, 3, 4, 5, 6]));
+  const got1 = await errorOf(() => WebSession.open(web, badW).prefill([1, 2, 3, 4, 5, 6]));
+  const got4 = await errorOf(() => WebSession.open(web, badW, 4).prefill([1, 2, 3, 4, 5, 6]));
+  if (!/non-finite/.test(want) || got1 !== want ||
+      got4 !== want.replace('position 0', 'position 4')) {
+    fail(`int8 non-finite input: lockstep.wasm says '${want}', the controller ` +
+         `'${got1}' (one chunk) and '${got4}' (chunks of 4)`);
+  } else {
+    console.log(`ok   int8 non-finite projection input: '${want}' from both`);
+  }
 }
 // Bad input is an error, not a crash.
 const s = WebSession.open(web, hf);
