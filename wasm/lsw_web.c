@@ -37,6 +37,9 @@
 #define LSW_ERR_TOO_LARGE 100
 #define LSW_ERR_NOT_PREPARED 101
 #define LSW_ERR_BUSY 104
+/* web_prepare on int8 weights that ls_gpt2_q8_weights_valid refuses (the
+ * code and message of lockstep.wasm's gpt2_prepare). */
+#define LSW_ERR_Q8_WEIGHTS 103
 #define LSW_ALIGN 64u
 #define LSW_PAGE 65536u
 
@@ -170,15 +173,18 @@ const lsw_web_plan* lsw_web_plan_gpt2_q8(int32_t n_vocab, int32_t n_ctx,
                           1);
 }
 
-/* After the weights are written: the step needs them finite. */
+/* After the weights are written: the step needs them finite (int8: well
+ * formed, ls_gpt2_q8_weights_valid). */
 LSW_EXPORT("web_prepare") int32_t lsw_web_prepare(void) {
   if (!g.planned) return LS_ERR_CONFIG;
-  if (g.plan.q8
-          ? !ls_gpt2_q8_weights_valid(&g.c,
-                                      (const uint8_t*)(uintptr_t)g.plan.weights,
-                                      g.plan.weights_bytes)
-          : !ls_gpt2_weights_finite((const float*)(uintptr_t)g.plan.weights,
-                                    g.plan.weights_bytes / 4)) {
+  if (g.plan.q8 &&
+      !ls_gpt2_q8_weights_valid(&g.c, (const uint8_t*)(uintptr_t)g.plan.weights,
+                                g.plan.weights_bytes)) {
+    return LSW_ERR_Q8_WEIGHTS;
+  }
+  if (!g.plan.q8 &&
+      !ls_gpt2_weights_finite((const float*)(uintptr_t)g.plan.weights,
+                              g.plan.weights_bytes / 4)) {
     return LS_ERR_WEIGHT_NONFINITE;
   }
   g.prepared = 1;
@@ -467,5 +473,10 @@ LSW_EXPORT("web_status_message") const char* lsw_web_status_message(int32_t s) {
     return "the weights were not prepared (web_prepare after loading them)";
   }
   if (s == LSW_ERR_BUSY) return "no product is pending";
+  if (s == LSW_ERR_Q8_WEIGHTS) {
+    return "the int8 weights are not well formed (a level -128, a negative "
+           "or non-finite scale, a non-finite binary32 weight or nonzero "
+           "padding)";
+  }
   return ls_status_message((ls_status)s);
 }

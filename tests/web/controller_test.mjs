@@ -152,6 +152,17 @@ for (let round = 0; round < 6; ++round) {
   } else {
     console.log(`ok   int8 non-finite projection input: '${want}' from both`);
   }
+  // A level -128 (not a §7.2 level): both modules refuse the weights.
+  const m128 = { ...q8, payload: new Uint8Array(q8.payload) };
+  m128.payload[0] = 0x80;
+  const w1 = await errorOf(() => WasmSession.open(simd, m128));
+  const w2 = await errorOf(() => WebSession.open(web, m128));
+  if (!/not well formed/.test(w1) || w1.replace(/^[^:]*: /, '') !==
+      w2.replace(/^[^:]*: /, '')) {
+    fail(`int8 level -128: lockstep.wasm says '${w1}', the controller '${w2}'`);
+  } else {
+    console.log(`ok   int8 level -128 refused by both: '${w2}'`);
+  }
 }
 // Bad input is an error, not a crash.
 const s = WebSession.open(web, hf);
