@@ -98,6 +98,19 @@ try {
   if (kernelRows.length !== 10 || kernelRows.some((p) => !/\| passes \|/.test(p))) {
     fail('the kernel self-test did not pass: ' + JSON.stringify(kernelRows));
   }
+  // The int8 kernel's other form (the exact byte sums a WGSL without
+  // dot4I8Packed gets), on the page's device.
+  const bytesRows = await page.evaluate(async () => {
+    const m = await import('./webgpu.mjs');
+    return (await m.q8KernelSelfTest(window.lockstepState.gpu.device, false))
+        .map((r) => `${r.name} | ${r.ok ? 'passes' : 'FAILS'} | ${r.got}`);
+  });
+  for (const p of bytesRows) console.log('probe: ' + p);
+  if (bytesRows.length !== 3 || bytesRows.some((p) => !/\| passes \|/.test(p))) {
+    fail('the int8 kernel without dot4I8Packed: ' + JSON.stringify(bytesRows));
+  } else {
+    console.log('ok   the int8 kernel\'s byte-sum form passes its self-test');
+  }
 
   const setForm = async (o) => {
     for (const [id, v] of Object.entries(o)) await page.fill('#' + id, v);
