@@ -499,3 +499,12 @@ ls_status ls_gpt2_model_pass(const ls_gpt2_model* m, float* cache,
   return ls_layer_pass(m, cache, tokens, n, first, all_positions, scratch,
                        logits, 0, 0);
 }
+
+ls_status ls_gpt2_model_pass_observed(const ls_gpt2_model* m, float* cache,
+                                      const int32_t* tokens, int n,
+                                      int32_t first, int all_positions,
+                                      float* scratch, float* logits,
+                                      ls_gpt2_observer observer, void* user) {
+  return ls_layer_pass(m, cache, tokens, n, first, all_positions, scratch,
+                       logits, observer, user);
+}

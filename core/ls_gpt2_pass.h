@@ -60,6 +60,14 @@ ls_status ls_gpt2_model_step(const ls_gpt2_model* m, float* cache,
 ls_status ls_gpt2_model_pass(const ls_gpt2_model* m, float* cache,
                              const int32_t* tokens, int n, int32_t first,
                              int all_positions, float* scratch, float* logits);
+/* ls_gpt2_model_pass with `observer` called on every tap of
+ * core/ls_gpt2.h's ls_gpt2_tap (NULL: none), as ls_gpt2_infer_observed
+ * does for binary32; the same bits either way. */
+ls_status ls_gpt2_model_pass_observed(const ls_gpt2_model* m, float* cache,
+                                      const int32_t* tokens, int n,
+                                      int32_t first, int all_positions,
+                                      float* scratch, float* logits,
+                                      ls_gpt2_observer observer, void* user);
 
 #ifdef __cplusplus
 }

@@ -280,9 +280,11 @@ ls_status ls_gpt2_q8_step(const ls_gpt2_config* c, const uint8_t* w,
   return ls_gpt2_model_step(&m, cache, token, position, scratch, logits);
 }
 
-ls_status ls_gpt2_q8_infer(const ls_gpt2_config* c, const uint8_t* w,
-                           size_t n_bytes, const int32_t* tokens, int n,
-                           float* scratch, size_t n_scratch, float* logits) {
+/* The full-prefix pass's checks, shared with the observed pass. */
+static ls_status ls_q8_infer_check(const ls_gpt2_config* c, const uint8_t* w,
+                                   size_t n_bytes, const int32_t* tokens, int n,
+                                   const float* scratch, size_t n_scratch,
+                                   const float* logits) {
   ls_status s = ls_q8_check(c, w, n_bytes);
   if (s != LS_OK) return s;
   if (!scratch || !logits || (n > 0 && !tokens)) return LS_ERR_NULL;
@@ -290,8 +292,30 @@ ls_status ls_gpt2_q8_infer(const ls_gpt2_config* c, const uint8_t* w,
   if (n > c->n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
   if ((s = ls_q8_tokens(c, tokens, n)) != LS_OK) return s;
   if (n_scratch < ls_gpt2_infer_scratch_floats(c, n)) return LS_ERR_SCRATCH;
+  return LS_OK;
+}
+
+ls_status ls_gpt2_q8_infer(const ls_gpt2_config* c, const uint8_t* w,
+                           size_t n_bytes, const int32_t* tokens, int n,
+                           float* scratch, size_t n_scratch, float* logits) {
+  const ls_status s =
+      ls_q8_infer_check(c, w, n_bytes, tokens, n, scratch, n_scratch, logits);
+  if (s != LS_OK) return s;
   const ls_gpt2_model m = ls_model_q8(c, w);
   return ls_gpt2_model_pass(&m, 0, tokens, n, 0, 0, scratch, logits);
+}
+
+ls_status ls_gpt2_q8_infer_observed(const ls_gpt2_config* c, const uint8_t* w,
+                                    size_t n_bytes, const int32_t* tokens,
+                                    int n, float* scratch, size_t n_scratch,
+                                    float* logits, ls_gpt2_observer observer,
+                                    void* user) {
+  const ls_status s =
+      ls_q8_infer_check(c, w, n_bytes, tokens, n, scratch, n_scratch, logits);
+  if (s != LS_OK) return s;
+  const ls_gpt2_model m = ls_model_q8(c, w);
+  return ls_gpt2_model_pass_observed(&m, 0, tokens, n, 0, 1, scratch, logits,
+                                     observer, user);
 }
 
 ls_status ls_gpt2_q8_prefill(const ls_gpt2_config* c, const uint8_t* w,

@@ -76,6 +76,20 @@ ls_status ls_gpt2_q8_prefill(const ls_gpt2_config* c, const uint8_t* w,
                              int all_positions, float* scratch,
                              size_t n_scratch, float* logits);
 
+/* ls_gpt2_infer_observed (core/ls_gpt2.h) on int8 weights: the full-prefix
+ * pass over tokens[0..n) with every position's logits (n * n_vocab
+ * floats) and `observer` called on every tap of ls_gpt2_tap, the same
+ * taps, shapes and order as the binary32 pass (embed; per layer ln1, qkv,
+ * att_score, att_prob, att_out, proj, res1, ln2, fc, gelu, mlp_out, res2;
+ * ln_f, logits). The observer only reads: the logits are
+ * ls_gpt2_q8_prefill's with all_positions, bit for bit. Arguments and
+ * status codes as ls_gpt2_q8_infer's; observer may be NULL. */
+ls_status ls_gpt2_q8_infer_observed(const ls_gpt2_config* c, const uint8_t* w,
+                                    size_t n_bytes, const int32_t* tokens,
+                                    int n, float* scratch, size_t n_scratch,
+                                    float* logits, ls_gpt2_observer observer,
+                                    void* user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,6 @@
 #include "lib/verify.h"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -14,12 +13,7 @@
 #include "lockstep/error.h"
 #include "lockstep/sampling.h"
 #include "ls_gpt2_layout.h"
-// The int8 model's operations are observed through core/'s internal model
-// table (the one forward both formats share); core/ls_gpt2_q8.c has no
-// observed entry of its own.
-#include "ls_gpt2_pass.h"
 #include "ls_gpt2_q8.h"
-#include "ls_q8.h"
 #include "tokenizer/bpe.h"
 
 namespace lockstep {
@@ -113,107 +107,6 @@ struct OpHasher {
     auto* h = static_cast<OpHasher*>(user);
     h->streams[size_t(tap_slot(h->n_layer, layer, tap))].update(
         data, n * sizeof(float));
-  }
-};
-
-// The int8 model's taps: what its layer pass (ls_gpt2_model_pass) hands
-// the embedding, each projection (input, output) and the head, in pass
-// order per layer.
-constexpr ls_gpt2_tap kQ8LayerTaps[] = {
-    LS_TAP_LN1, LS_TAP_QKV, LS_TAP_ATT_OUT, LS_TAP_PROJ,
-    LS_TAP_LN2, LS_TAP_FC,  LS_TAP_GELU,    LS_TAP_MLP_OUT};
-constexpr int kQ8LayerTapCount = int(std::size(kQ8LayerTaps));
-
-// The int8 model table of core/ls_gpt2_q8.c (ls_model_q8), each entry
-// hashing what it reads and writes. The projection is ls_matmul_q8's: per
-// position, §7.2 into the scratch then §7.3, a non-finite input giving the
-// default quiet NaN in every output. The observed pass's logits must be
-// the int8 reference backend's (run_verify checks it), so this table
-// cannot drift from the core's unnoticed.
-struct Q8Observed {
-  ls_gpt2_model m{};
-  const uint8_t* w = nullptr;
-  std::vector<Sha256Hasher> streams;  // embed, layers' taps, ln_f, logits
-
-  Sha256Hasher& at(int layer, int tap_index) {
-    return streams[1 + size_t(layer) * kQ8LayerTapCount + size_t(tap_index)];
-  }
-  // The table's `w` is this object (only the table's own entries read it;
-  // the weights are `w` here).
-  static Q8Observed* self(const ls_gpt2_model* m) {
-    return static_cast<Q8Observed*>(const_cast<void*>(m->w));
-  }
-  static void embed(const ls_gpt2_model* m, int32_t token, int32_t pos,
-                    float* x) {
-    ls_gpt2_q8_embed(m->c, self(m)->w, token, pos, x);
-    self(m)->streams[0].update(x, size_t(m->c->n_embd) * sizeof(float));
-  }
-  static ls_gpt2_norms norms(const ls_gpt2_model* m, int layer) {
-    const uint8_t* w = self(m)->w;
-    const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(m->c, layer);
-    ls_gpt2_norms p;
-    p.ln1_g = reinterpret_cast<const float*>(w + b.ln1_g);
-    p.ln1_b = reinterpret_cast<const float*>(w + b.ln1_b);
-    p.ln2_g = reinterpret_cast<const float*>(w + b.ln2_g);
-    p.ln2_b = reinterpret_cast<const float*>(w + b.ln2_b);
-    return p;
-  }
-  static void matmul(const float* x, int n, const uint8_t* w, const float* b,
-                     int K, int N, float* scratch, float* y) {
-    auto* qx = reinterpret_cast<int8_t*>(scratch);
-    float* sx = scratch + K / 4;
-    for (int t = 0; t < n; ++t) {
-      float* yt = y + size_t(t) * size_t(N);
-      if (ls_q8_quantize(x + size_t(t) * size_t(K), K, qx, sx) != LS_OK) {
-        for (int o = 0; o < N; ++o) yt[o] = std::bit_cast<float>(0x7FC00000u);
-        continue;
-      }
-      ls_q8_matvec(qx, sx, w, K, N, b, yt);
-    }
-  }
-  static ls_status project(const ls_gpt2_model* m, int layer,
-                           ls_gpt2_proj which, const float* x, int n,
-                           float* scratch, float* y) {
-    Q8Observed* o = self(m);
-    const uint8_t* w = o->w;
-    const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(m->c, layer);
-    const int C = m->c->n_embd;
-    const auto bias = [&](size_t at) {
-      return reinterpret_cast<const float*>(w + at);
-    };
-    int K = C, N = C, tap = 0;
-    switch (which) {
-      case LS_PROJ_ATTN:
-        N = 3 * C, tap = 0;
-        matmul(x, n, w + b.attn_w, bias(b.attn_b), K, N, scratch, y);
-        break;
-      case LS_PROJ_PROJ:
-        tap = 2;
-        matmul(x, n, w + b.proj_w, bias(b.proj_b), K, N, scratch, y);
-        break;
-      case LS_PROJ_FC:
-        N = 4 * C, tap = 4;
-        matmul(x, n, w + b.fc_w, bias(b.fc_b), K, N, scratch, y);
-        break;
-      case LS_PROJ_OUT:
-        K = 4 * C, tap = 6;
-        matmul(x, n, w + b.out_w, bias(b.out_b), K, N, scratch, y);
-        break;
-      default:
-        return LS_ERR_CONFIG;
-    }
-    o->at(layer, tap).update(x, size_t(n) * size_t(K) * sizeof(float));
-    o->at(layer, tap + 1).update(y, size_t(n) * size_t(N) * sizeof(float));
-    return LS_OK;
-  }
-  static ls_status head(const ls_gpt2_model* m, const float* h, float* scratch,
-                        float* logits) {
-    Q8Observed* o = self(m);
-    const int C = m->c->n_embd, V = m->c->n_vocab;
-    matmul(h, 1, o->w, nullptr, C, V, scratch, logits);
-    o->streams[o->streams.size() - 2].update(h, size_t(C) * sizeof(float));
-    o->streams.back().update(logits, size_t(V) * sizeof(float));
-    return LS_OK;
   }
 };
 
@@ -493,39 +386,20 @@ std::vector<NamedHash> reference_q8_op_hashes(
     longest = std::max(longest, ctx.tokens.size());
   std::vector<float> scratch(ls_gpt2_infer_scratch_floats(&c, int(longest)));
   std::vector<float> logits(longest * size_t(c.n_vocab));
-  std::vector<std::string> names{"embed"};
-  for (int l = 0; l < c.n_layer; ++l) {
-    for (ls_gpt2_tap t : kQ8LayerTaps) names.push_back(gpt2_op_name(l, t));
-  }
-  names.push_back("ln_f");
-  names.push_back("logits");
-  Q8Observed o;
-  o.w = q8;
-  o.streams.resize(names.size());
-  const size_t lnf = ls_gpt2_q8_lnf_offset(&c);
-  o.m.c = &c;
-  o.m.w = &o;
-  o.m.lnf_g = reinterpret_cast<const float*>(q8 + lnf);
-  o.m.lnf_b = o.m.lnf_g + c.n_embd;
-  o.m.embed = &Q8Observed::embed;
-  o.m.norms = &Q8Observed::norms;
-  o.m.project = &Q8Observed::project;
-  o.m.head = &Q8Observed::head;
+  const std::vector<std::string> names = tap_slot_names(c.n_layer);
+  OpHasher h{c.n_layer, {}};
+  for (size_t i = 0; i < names.size(); ++i) h.streams.emplace_back();
   for (const auto& ctx : contexts) {
-    const int n = int(ctx.tokens.size());
-    if (n < 1 || n > c.n_ctx) throw Error("int8 reference pass: bad context");
-    for (int32_t t : ctx.tokens) {
-      if (t < 0 || t >= c.n_vocab) throw Error("int8 reference pass: token");
-    }
-    const ls_status s = ls_gpt2_model_pass(&o.m, nullptr, ctx.tokens.data(), n,
-                                           0, 1, scratch.data(), logits.data());
+    const ls_status s = ls_gpt2_q8_infer_observed(
+        &c, q8, bytes, ctx.tokens.data(), int(ctx.tokens.size()),
+        scratch.data(), scratch.size(), logits.data(), &OpHasher::observe, &h);
     if (s != LS_OK) {
       throw Error(std::string("int8 reference pass: ") + ls_status_message(s));
     }
   }
   std::vector<NamedHash> out;
   for (size_t i = 0; i < names.size(); ++i) {
-    out.push_back({names[i], to_hex(o.streams[i].finish())});
+    out.push_back({names[i], to_hex(h.streams[i].finish())});
   }
   return out;
 }

@@ -141,14 +141,9 @@ std::vector<NamedHash> reference_op_hashes(
     const std::vector<VerifyContext>& contexts);
 
 // The int8 reference's named operations over the contexts (int8 weights,
-// ls_gpt2_q8_bytes(c) bytes, docs/int8.md): core/ls_gpt2.c's layer pass on
-// the int8 model, observed at its embedding, its four projections (input
-// and output of each) and its head. The names are the binary32 ones
-// ("embed", "h<l>.ln1", "h<l>.qkv", "h<l>.att_out", "h<l>.proj",
-// "h<l>.ln2", "h<l>.fc", "h<l>.gelu", "h<l>.mlp_out", "ln_f", "logits");
-// the attention scores and probabilities and the residual sums are not
-// taps of this pass (core/ls_gpt2_q8.c has no observer; docs/verify.md
-// "int8").
+// ls_gpt2_q8_bytes(c) bytes, docs/int8.md): ls_gpt2_q8_infer_observed,
+// the same names, order and shapes as reference_op_hashes ("embed", per
+// layer "h<l>.ln1" .. "h<l>.res2", "ln_f", "logits").
 std::vector<NamedHash> reference_q8_op_hashes(
     const ls_gpt2_config& c, const uint8_t* q8, size_t bytes,
     const std::vector<VerifyContext>& contexts);

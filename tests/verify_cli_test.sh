@@ -122,9 +122,10 @@ expect 0 "^wrote " -- convert "$fixture" "$tmp/q.lockstep" --quant int8
 expect 0 "^lockstep verify: PASSED$" -- verify --model "$tmp/q.lockstep" \
   --contexts 4 --max-length 16 --threads 1,2 --completion-tokens 4 \
   --bundle "$tmp/q" --quiet
-/usr/bin/python3 - "$tmp/q/record.json" <<'EOF' && ok || bad "int8 record.json content"
+/usr/bin/python3 - "$tmp/q/record.json" "$tmp/a/record.json" <<'EOF' && ok || bad "int8 record.json content"
 import json, sys
 r = json.load(open(sys.argv[1]))
+r32 = json.load(open(sys.argv[2]))
 assert r["result"]["passed"] is True and r["result"]["mismatches"] == 0
 m = r["model"]
 assert m["quant"] == "int8" and m["layout"] == "q8panel64", m
@@ -136,7 +137,11 @@ assert {b["threads"] for b in cpu} == {1, 2}, names
 assert len({b["logits_sha256"] for b in r["backends"]}) == 1
 ops = [h["name"] for h in r["ops"]]
 assert ops[:3] == ["embed", "h0.ln1", "h0.qkv"] and ops[-2:] == ["ln_f", "logits"], ops
-assert "h0.att_prob" not in ops and len(ops) == 3 + 8 * 2, ops
+# The binary32 record's operations, name for name (att_score, att_prob,
+# res1, res2 included), with other digests.
+assert ops == [h["name"] for h in r32["ops"]] and len(ops) == 3 + 12 * 2, ops
+assert "h1.att_prob" in ops and "h1.res2" in ops, ops
+assert r["ops"][2]["sha256"] != r32["ops"][2]["sha256"]
 assert r["ops"][-1]["sha256"] == r["backends"][0]["logits_sha256"]
 EOF
 grep -q "int8 (q8g64) weights, payload SHA-256" "$tmp/q/report.md" && ok || bad "int8 report.md"

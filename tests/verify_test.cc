@@ -3,8 +3,9 @@
 // say; the per-operation digests name the first layer and operation of an
 // injected one-ulp change; the comparer names position, layer, k/v and both
 // words of an injected bit flip; a run over the HF fixture passes. The same
-// for int8 weights (docs/int8.md): the int8 pass's operation digests
-// (logits equal to the int8 prefill's, changes bisected to their
+// for int8 weights (docs/int8.md): the observed int8 pass (the int8
+// prefill's bits, binary32's taps), its operation digests (binary32's
+// names, logits equal to the int8 prefill's, changes bisected to their
 // operation) and a run of the int8 fixture over the int8 reference and the
 // CPU engine's int8 kernels at several thread counts.
 #include "lib/verify.h"
@@ -253,23 +254,117 @@ std::vector<uint8_t> NudgedQ8(std::vector<uint8_t> q, size_t byte) {
   return q;
 }
 
+// ls_gpt2_q8_infer_observed: the int8 prefill's bits (with and without
+// an observer), every binary32 tap with its shape, k | v taps equal to the
+// cache words, res1 + mlp_out = res2, and the logits taps the logits.
+TEST(VerifyQ8, ObservedPassSameBitsAsTheInt8PrefillAndTapsAreTheCacheWords) {
+  const ls_gpt2_config c = kSmallQ8;
+  const std::vector<float> f32 = random_gpt2_weights(c, 23);
+  const std::vector<uint8_t> q = quantize_gpt2_q8(c, f32.data());
+  const int n = 11;
+  const std::vector<int32_t> tokens = RandomTokens(c, n, 6);
+  std::vector<float> scratch(ls_gpt2_infer_scratch_floats(&c, n));
+  std::vector<float> observed(size_t(n) * size_t(c.n_vocab));
+  Seen seen;
+  ASSERT_EQ(ls_gpt2_q8_infer_observed(&c, q.data(), q.size(), tokens.data(), n,
+                                      scratch.data(), scratch.size(),
+                                      observed.data(), &Seen::observe, &seen),
+            LS_OK);
+  std::vector<float> cache(ls_gpt2_cache_floats(&c));
+  std::vector<float> want(observed.size());
+  ASSERT_EQ(ls_gpt2_q8_prefill(&c, q.data(), q.size(), cache.data(),
+                               cache.size(), 0, tokens.data(), n, 0, 1,
+                               scratch.data(), scratch.size(), want.data()),
+            LS_OK);
+  EXPECT_TRUE(BytesEqual(observed, want));
+  std::vector<float> unobserved(observed.size());
+  ASSERT_EQ(ls_gpt2_q8_infer_observed(&c, q.data(), q.size(), tokens.data(), n,
+                                      scratch.data(), scratch.size(),
+                                      unobserved.data(), nullptr, nullptr),
+            LS_OK);
+  EXPECT_TRUE(BytesEqual(unobserved, want));
+  // The binary32 pass's taps on the same tokens: the same keys.
+  Seen seen32;
+  std::vector<float> logits32(observed.size());
+  ASSERT_EQ(ls_gpt2_infer_observed(&c, f32.data(), f32.size(), tokens.data(), n,
+                                   scratch.data(), scratch.size(),
+                                   logits32.data(), &Seen::observe, &seen32),
+            LS_OK);
+  ASSERT_EQ(seen.rows.size(), seen32.rows.size());
+  for (const auto& [key, row] : seen32.rows) {
+    const auto it = seen.rows.find(key);
+    ASSERT_NE(it, seen.rows.end()) << key;
+    EXPECT_EQ(it->second.size(), row.size()) << key;
+  }
+  const size_t C = size_t(c.n_embd), V = size_t(c.n_vocab);
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  for (int t = 0; t < n; ++t) {
+    for (int l = 0; l < c.n_layer; ++l) {
+      const std::vector<float>& qkv =
+          seen.rows.at(Key(gpt2_op_name(l, LS_TAP_QKV), t));
+      ASSERT_EQ(qkv.size(), 3 * C);
+      EXPECT_TRUE(BytesEqual(qkv.data() + C,
+                             cache.data() + size_t(t) * row + size_t(l) * 2 * C,
+                             2 * C))
+          << "layer " << l << " position " << t;
+      for (int h = 0; h < c.n_head; ++h) {
+        EXPECT_EQ(
+            seen.rows.at(Key(gpt2_op_name(l, LS_TAP_ATT_PROB), t, h)).size(),
+            size_t(t) + 1);
+      }
+      const auto& r1 = seen.rows.at(Key(gpt2_op_name(l, LS_TAP_RES1), t));
+      const auto& mo = seen.rows.at(Key(gpt2_op_name(l, LS_TAP_MLP_OUT), t));
+      const auto& r2 = seen.rows.at(Key(gpt2_op_name(l, LS_TAP_RES2), t));
+      std::vector<float> sum(C);
+      for (size_t i = 0; i < C; ++i) sum[i] = r1[i] + mo[i];
+      EXPECT_TRUE(BytesEqual(sum, r2)) << "layer " << l << " position " << t;
+    }
+    EXPECT_TRUE(BytesEqual(seen.rows.at(Key("logits", t)).data(),
+                           want.data() + size_t(t) * V, V));
+  }
+  // The unobserved full pass gives the last row.
+  std::vector<float> last(V);
+  ASSERT_EQ(ls_gpt2_q8_infer(&c, q.data(), q.size(), tokens.data(), n,
+                             scratch.data(), scratch.size(), last.data()),
+            LS_OK);
+  EXPECT_TRUE(BytesEqual(last.data(), want.data() + size_t(n - 1) * V, V));
+  // Its checks are ls_gpt2_q8_infer's.
+  EXPECT_EQ(ls_gpt2_q8_infer_observed(
+                &c, q.data(), q.size() - 64, tokens.data(), n, scratch.data(),
+                scratch.size(), observed.data(), &Seen::observe, &seen),
+            LS_ERR_WEIGHT_COUNT);
+  EXPECT_EQ(ls_gpt2_q8_infer_observed(&c, q.data(), q.size(), tokens.data(), n,
+                                      scratch.data(), scratch.size() - 1,
+                                      observed.data(), &Seen::observe, &seen),
+            LS_ERR_SCRATCH);
+}
+
 TEST(VerifyQ8, OperationDigestsFollowTheInt8PassAndBisect) {
   const ls_gpt2_config c = kSmallQ8;
   const std::vector<float> f32 = random_gpt2_weights(c, 21);
   const std::vector<uint8_t> q = quantize_gpt2_q8(c, f32.data());
   const auto ctx = SmallContexts(c);
   const auto base = reference_q8_op_hashes(c, q.data(), q.size(), ctx);
-  // embed, 8 taps per layer, ln_f, logits.
-  ASSERT_EQ(base.size(), size_t(3 + 8 * c.n_layer));
-  const std::vector<std::string> layer0 = {"h0.ln1",  "h0.qkv",    "h0.att_out",
-                                           "h0.proj", "h0.ln2",    "h0.fc",
-                                           "h0.gelu", "h0.mlp_out"};
+  // embed, 12 taps per layer, ln_f, logits: binary32's operations, name
+  // for name and in the same order.
+  ASSERT_EQ(base.size(), size_t(3 + 12 * c.n_layer));
+  const auto f32_ops = reference_op_hashes(c, f32.data(), f32.size(), ctx);
+  ASSERT_EQ(f32_ops.size(), base.size());
+  for (size_t i = 0; i < base.size(); ++i) {
+    EXPECT_EQ(base[i].name, f32_ops[i].name) << i;
+  }
+  const std::vector<std::string> layer0 = {
+      "h0.ln1",     "h0.qkv",  "h0.att_score", "h0.att_prob",
+      "h0.att_out", "h0.proj", "h0.res1",      "h0.ln2",
+      "h0.fc",      "h0.gelu", "h0.mlp_out",   "h0.res2"};
   EXPECT_EQ(base.front().name, "embed");
   for (size_t i = 0; i < layer0.size(); ++i) {
     EXPECT_EQ(base[1 + i].name, layer0[i]);
   }
   EXPECT_EQ(base[base.size() - 2].name, "ln_f");
   EXPECT_EQ(base.back().name, "logits");
+  // int8 is not binary32: the qkv digests differ (the embeddings already).
+  EXPECT_NE(base[2].sha256, f32_ops[2].sha256);
   // The logits digest is that of the int8 prefill's every-position logits
   // (ls_gpt2_q8_prefill, the core's entry) over the contexts.
   Sha256Hasher want;
@@ -351,16 +446,20 @@ TEST(VerifyQ8, HfFixtureInt8ReferenceAndCpuInt8Agree) {
     EXPECT_FALSE(first_difference(b.cache, r.backends[0].cache)) << b.name;
     EXPECT_EQ(b.completions[0].tokens, r.backends[0].completions[0].tokens);
   }
-  ASSERT_EQ(r.ops.size(), size_t(3 + 8 * w.config.n_layer));
+  ASSERT_EQ(r.ops.size(), size_t(3 + 12 * w.config.n_layer));
   EXPECT_EQ(r.ops.back().sha256, r.backends[0].logits_sha256);
   // Not binary32's: the same contexts on the binary32 weights give other
-  // logits.
+  // logits, over the same operations.
   VerifyOptions o32 = o;
   o32.backends = {"reference"};
   o32.completion_tokens = 0;
-  o32.op_hashes = false;
   const VerifyResult r32 = run_verify(f32, "", ctx, tok, o32);
+  EXPECT_EQ(r32.mismatches, 0u);
   EXPECT_NE(r32.backends[0].logits_sha256, r.backends[0].logits_sha256);
+  ASSERT_EQ(r32.ops.size(), r.ops.size());
+  for (size_t i = 0; i < r.ops.size(); ++i) {
+    EXPECT_EQ(r.ops[i].name, r32.ops[i].name) << i;
+  }
 }
 
 }  // namespace
