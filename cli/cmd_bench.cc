@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -54,6 +55,10 @@ struct BenchArgs {
   // and/or "int8" (quantized in memory from the same weights; an int8
   // file is measured as int8 alone).
   std::vector<std::string> quant{"none"};
+  // int8 kernel tables to measure side by side in one run
+  // ($LOCKSTEP_Q8_KERNELS for each backend's creation; empty: the
+  // backend's own table, measured as "int8_").
+  std::vector<std::string> int8_kernels;
 };
 
 void check(ls_status s, const char* what) {
@@ -271,7 +276,40 @@ int run(BenchArgs a) {
           loaded.words() ? loaded.layout : LS_GPT2_LAYOUT_PLAIN);
       measure("", be.get(), words * 4);
     }
-    if (q8) {
+    // Each named int8 table in turn ("int8_<table>_" keys), with the
+    // decode and prefill ratios of each to the first.
+    for (size_t i = 0; q8 && i < a.int8_kernels.size(); ++i) {
+      const std::string& name = a.int8_kernels[i];
+      const char* old = std::getenv("LOCKSTEP_Q8_KERNELS");
+      const std::string saved = old ? old : "";
+      setenv("LOCKSTEP_Q8_KERNELS", name.c_str(), 1);
+      std::unique_ptr<Gpt2Backend> be;
+      try {
+        be = make_gpt2_q8_backend(a.backend, c, q8, q8_bytes, t, longest);
+      } catch (...) {
+        old ? setenv("LOCKSTEP_Q8_KERNELS", saved.c_str(), 1)
+            : unsetenv("LOCKSTEP_Q8_KERNELS");
+        throw;
+      }
+      old ? setenv("LOCKSTEP_Q8_KERNELS", saved.c_str(), 1)
+          : unsetenv("LOCKSTEP_Q8_KERNELS");
+      const std::string fmt = "int8_" + name + "_";
+      measure(fmt, be.get(), q8_bytes);
+      if (i == 0) continue;
+      const std::string f0 = "int8_" + a.int8_kernels[0] + "_";
+      const std::string vs = fmt + "vs_" + a.int8_kernels[0] + "_";
+      auto ratio = [&](const std::string& k) {
+        out[vs + k][key] = double(out[fmt + k][key]) / double(out[f0 + k][key]);
+      };
+      ratio("decode_tokens_per_s_pos0_127");
+      ratio("prefill128_tokens_per_s");
+      for (int n : a.prompts) {
+        if (n <= c.n_ctx) {
+          ratio("prefill_cache_" + std::to_string(n) + "_tokens_per_s");
+        }
+      }
+    }
+    if (q8 && a.int8_kernels.empty()) {
       auto be = make_gpt2_q8_backend(a.backend, c, q8, q8_bytes, t, longest);
       measure("int8_", be.get(), q8_bytes);
       if (out.contains("decode_tokens_per_s_pos0_127")) {
@@ -294,8 +332,11 @@ int run(BenchArgs a) {
   std::printf("%-34s", "threads");
   for (int t : a.threads) std::printf("%14d", t);
   std::printf("\n");
-  std::vector<std::string> rows;
-  for (const std::string pre : {"", "int8_"}) {
+  std::vector<std::string> rows, prefixes{"", "int8_"};
+  for (const std::string& name : a.int8_kernels) {
+    prefixes.push_back("int8_" + name + "_");
+  }
+  for (const std::string& pre : prefixes) {
     for (const char* k :
          {"backend_name", "bandwidth_gbps", "decode_floor_tokens_per_s",
           "decode_tokens_per_s_pos0_127", "decode_vs_floor",
@@ -317,6 +358,16 @@ int run(BenchArgs a) {
   }
   rows.push_back("int8_decode_speedup");
   rows.push_back("int8_prefill128_speedup");
+  for (size_t i = 1; i < a.int8_kernels.size(); ++i) {
+    const std::string vs =
+        "int8_" + a.int8_kernels[i] + "_vs_" + a.int8_kernels[0] + "_";
+    rows.push_back(vs + "decode_tokens_per_s_pos0_127");
+    rows.push_back(vs + "prefill128_tokens_per_s");
+    for (int n : a.prompts) {
+      rows.push_back(vs + "prefill_cache_" + std::to_string(n) +
+                     "_tokens_per_s");
+    }
+  }
   for (const std::string& k : rows) {
     if (!out.contains(k)) continue;
     std::printf("%-34s", k.c_str());
@@ -374,6 +425,14 @@ Action add_bench(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"none", "int8"}))
       ->capture_default_str();
+  app.add_option("--int8-kernels", a->int8_kernels,
+                 "int8 kernel tables to measure side by side (with --quant "
+                 "int8 or an int8 --model), e.g. avx2,avx-vnni or "
+                 "avx512-vnni,amx: amx, avx512-vnni, avx-vnni, avx2, "
+                 "neon-sdot, neon, generic (those this CPU runs; "
+                 "$LOCKSTEP_Q8_KERNELS forces one for every command); "
+                 "keys int8_<table>_..., ratios to the first")
+      ->delimiter(',');
   app.add_flag("--json", a->json, "print JSON");
   return [a]() { return run(*a); };
 }

@@ -34,6 +34,15 @@
 #include "ls_q8.h"
 #include "tests/gpt2_test_util.h"
 
+#if defined(__x86_64__)
+namespace lockstep::cpu {
+// backends/cpu/q8_kernels_amx.cc with its tile instructions in scalar code
+// (tests/q8_kernels_amx_emulated.cc): the AMX table's tiling, tails and
+// rescale checked on AVX-512 machines without AMX.
+const CpuQ8Kernels& q8_kernels_amx_emulated();
+}  // namespace lockstep::cpu
+#endif
+
 namespace {
 
 using namespace lockstep;        // NOLINT
@@ -42,33 +51,13 @@ using cpu::CpuQ8Kernels;
 
 const std::string kHf = LOCKSTEP_SOURCE_DIR "/tests/data/hf-gpt2-A";
 
-// Every int8 table this machine can run, named.
+// Every int8 table this machine can run (cpu::q8_kernels_runnable), and
+// the emulated AMX table where AVX-512 VNNI is.
 std::vector<const CpuQ8Kernels*> Tables() {
-  std::vector<const CpuQ8Kernels*> out{&cpu::q8_kernels_generic()};
-  for (const std::string& isa : cpu::supported_isas()) {
-    const CpuQ8Kernels* k = cpu::q8_kernels_for(isa);
-    bool seen = false;
-    for (const CpuQ8Kernels* o : out) seen = seen || o == k;
-    if (k && !seen) out.push_back(k);
-  }
+  std::vector<const CpuQ8Kernels*> out = cpu::q8_kernels_runnable();
 #if defined(__x86_64__)
-  // The AVX2 table is the one of AVX-512 machines without VNNI: check it
-  // here too.
-  if (cpu::isa_supported("avx2")) {
-    bool seen = false;
-    for (const CpuQ8Kernels* o : out)
-      seen = seen || o == &cpu::q8_kernels_avx2();
-    if (!seen) out.push_back(&cpu::q8_kernels_avx2());
-  }
-#endif
-#if defined(__aarch64__)
-  // The plain NEON table is the one of cores without the dotprod
-  // extension: check it on every AArch64 machine (under qemu too).
-  if (cpu::isa_supported("neon")) {
-    bool seen = false;
-    for (const CpuQ8Kernels* o : out)
-      seen = seen || o == &cpu::q8_kernels_neon();
-    if (!seen) out.push_back(&cpu::q8_kernels_neon());
+  if (cpu::q8_kernels_named("avx512-vnni")) {
+    out.push_back(&cpu::q8_kernels_amx_emulated());
   }
 #endif
   return out;
@@ -156,6 +145,43 @@ TEST(Q8Kernels, NeonTakesSdotOnlyWithTheDotprodExtension) {
 }
 #endif
 
+TEST(Q8Kernels, TablesFollowTheCpuAndTheVariable) {
+  // The defaults first, with $LOCKSTEP_Q8_KERNELS unset (restored at the
+  // end).
+  const char* old = std::getenv("LOCKSTEP_Q8_KERNELS");
+  const std::string saved = old ? old : "";
+  unsetenv("LOCKSTEP_Q8_KERNELS");
+  std::string names;
+  for (const CpuQ8Kernels* k : Tables()) names += std::string(" ") + k->isa;
+  std::printf("int8 tables checked here:%s\n", names.c_str());
+  EXPECT_EQ(&cpu::q8_kernels_generic(), cpu::q8_kernels_named("generic"));
+  EXPECT_EQ(nullptr, cpu::q8_kernels_named("avx9"));
+#if defined(__x86_64__)
+  if (cpu::isa_supported("avx2")) {
+    const bool vnni = __builtin_cpu_supports("avxvnni");
+    EXPECT_STREQ(vnni ? "avx-vnni" : "avx2", cpu::q8_kernels_for("avx2")->isa);
+    EXPECT_EQ(vnni, cpu::q8_kernels_named("avx-vnni") != nullptr);
+  }
+  if (cpu::isa_supported("avx512") && __builtin_cpu_supports("avx512vnni")) {
+    EXPECT_STREQ(cpu::q8_amx_usable() ? "amx" : "avx512-vnni",
+                 cpu::q8_kernels_for("avx512")->isa);
+  }
+  std::printf("AMX-INT8 usable: %s\n", cpu::q8_amx_usable() ? "yes" : "no");
+#endif
+  // $LOCKSTEP_Q8_KERNELS: the named table whatever the ISA, a name this
+  // CPU cannot run refused.
+  setenv("LOCKSTEP_Q8_KERNELS", "generic", 1);
+  for (const std::string& isa : cpu::supported_isas()) {
+    EXPECT_STREQ("generic", cpu::q8_kernels_for(isa)->isa) << isa;
+  }
+  setenv("LOCKSTEP_Q8_KERNELS", "avx9", 1);
+  for (const std::string& isa : cpu::supported_isas()) {
+    EXPECT_EQ(nullptr, cpu::q8_kernels_for(isa)) << isa;
+  }
+  old ? setenv("LOCKSTEP_Q8_KERNELS", saved.c_str(), 1)
+      : unsetenv("LOCKSTEP_Q8_KERNELS");
+}
+
 TEST(Q8Kernels, QuantizeIsTheReferences) {
   for (const CpuQ8Kernels* k : Tables()) {
     SCOPED_TRACE(k->isa);
@@ -198,7 +224,9 @@ TEST(Q8Kernels, PanelProductIsTheReferences) {
                                   0, size_t(N), m.data()));
       std::vector<float> bias(static_cast<size_t>(N));
       for (auto& v : bias) v = u(rng);
-      const int P = 9;
+      // Up to 70 positions: the AMX table's full tiles of 16, its tails
+      // of 8 .. 15 on the tile unit and of 1 .. 7 on the VNNI table.
+      const int P = 70;
       std::vector<int8_t> q(static_cast<size_t>(P) * size_t(K));
       std::vector<float> s(static_cast<size_t>(P) * size_t(K / 64));
       for (int t = 0; t < P; ++t) {
@@ -217,7 +245,8 @@ TEST(Q8Kernels, PanelProductIsTheReferences) {
       for (const CpuQ8Kernels* k : Tables()) {
         SCOPED_TRACE(std::string(k->isa) + " K=" + std::to_string(K) +
                      " N=" + std::to_string(N));
-        for (int n = 1; n <= P; ++n) {
+        for (int n : {1,  2,  3,  4,  5,  6,  7,  8,  9,  15, 16,
+                      17, 23, 24, 31, 32, 33, 40, 47, 64, 70}) {
           std::vector<float> y(static_cast<size_t>(n) * size_t(N), NAN);
           for (int o0 = 0; o0 < N; o0 += 64) {
             k->panel(q.data(), size_t(K), s.data(), size_t(K / 64), n,
@@ -251,9 +280,58 @@ Model RandomModel(const ls_gpt2_config& c, uint64_t seed) {
   return {c, quantize_gpt2_q8(c, f.data())};
 }
 
-// Every "cpu-<isa>" backend and thread count against the reference:
-// steps, full passes and the cache (RunTrace), and chunked prefills with
-// every position's logits against the steps' logits.
+// A backend whose int8 table is forced by $LOCKSTEP_Q8_KERNELS (empty:
+// the ISA's own), the variable restored after.
+std::unique_ptr<Gpt2Backend> MakeWithTable(const std::string& name,
+                                           const Model& m, int threads,
+                                           const std::string& table) {
+  if (table.empty()) {
+    return make_gpt2_q8_backend(name, m.c, m.q8.data(), m.q8.size(), threads,
+                                0);
+  }
+  struct Restore {  // the variable as it was, also when creation throws
+    const char* old = std::getenv("LOCKSTEP_Q8_KERNELS");
+    std::string saved = old ? old : "";
+    ~Restore() {
+      old ? setenv("LOCKSTEP_Q8_KERNELS", saved.c_str(), 1)
+          : unsetenv("LOCKSTEP_Q8_KERNELS");
+    }
+  } restore;
+  setenv("LOCKSTEP_Q8_KERNELS", table.c_str(), 1);
+  auto b =
+      make_gpt2_q8_backend(name, m.c, m.q8.data(), m.q8.size(), threads, 0);
+  EXPECT_NE(std::string::npos, b->name().find("int8: " + table + ")"))
+      << b->name();
+  return b;
+}
+
+// The backends to check: "cpu-<isa>" with its own int8 table for every
+// ISA, then (unless $LOCKSTEP_Q8_KERNELS forces one table for all) every
+// other table this CPU runs, forced, under the ISA whose machines have it.
+std::vector<std::pair<std::string, std::string>> BackendsAndTables() {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<std::string> seen;
+  for (const std::string& isa : cpu::supported_isas()) {
+    out.push_back({"cpu-" + isa, ""});
+    seen.push_back(cpu::q8_kernels_for(isa)->isa);
+  }
+  const char* forced = std::getenv("LOCKSTEP_Q8_KERNELS");
+  if (forced && *forced) return out;
+  for (const CpuQ8Kernels* k : cpu::q8_kernels_runnable()) {
+    const std::string name = k->isa;
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    const bool wide = name == "amx" || name == "avx512-vnni";
+    const bool narrow = name == "avx2" || name == "avx-vnni";
+    const std::string isa = wide ? "avx512" : narrow ? "avx2" : "generic";
+    out.push_back({"cpu-" + isa, name});
+  }
+  return out;
+}
+
+// Every "cpu-<isa>" backend and int8 table (BackendsAndTables) and thread
+// count against the reference: steps, full passes and the cache
+// (RunTrace), and chunked prefills with every position's logits against
+// the steps' logits.
 void CheckBackends(const Model& m, int n, uint64_t seed) {
   const std::vector<int32_t> tokens = RandomTokens(m.c, n, seed);
   const std::vector<int> prefixes = {1, 2, n / 2 + 1, n};
@@ -261,28 +339,32 @@ void CheckBackends(const Model& m, int n, uint64_t seed) {
       make_gpt2_q8_backend("reference", m.c, m.q8.data(), m.q8.size(), 1, 0);
   const Trace want = RunTrace(*ref, m.c, tokens, prefixes);
   const size_t row = ls_gpt2_cache_row_floats(&m.c), V = size_t(m.c.n_vocab);
-  for (const std::string& isa : cpu::supported_isas()) {
+  for (const auto& [name, table] : BackendsAndTables()) {
     for (int threads : ThreadCounts()) {
-      auto b = make_gpt2_q8_backend("cpu-" + isa, m.c, m.q8.data(), m.q8.size(),
-                                    threads, 0);
+      auto b = MakeWithTable(name, m, threads, table);
       const std::string what = b->name();
       ExpectSameTrace(RunTrace(*b, m.c, tokens, prefixes), want, what);
-      // Prefill in chunks of 5 (the last shorter), all positions' logits.
-      std::vector<float> cache(static_cast<size_t>(n) * row, NAN);
-      std::vector<float> logits(static_cast<size_t>(n) * V, NAN);
-      for (int t0 = 0; t0 < n; t0 += 5) {
-        const int k = std::min(5, n - t0);
-        ASSERT_EQ(LS_OK, b->prefill(cache.data(), cache.size(),
-                                    size_t(t0) * row, tokens.data() + t0, k, t0,
-                                    true, logits.data() + size_t(t0) * V))
-            << what;
+      // Prefill in chunks of 5 and of 37 (the last shorter; 37 = 2 tiles
+      // of 16 and 5 for the AMX table), all positions' logits.
+      for (int chunk : {5, 37}) {
+        std::vector<float> cache(static_cast<size_t>(n) * row, NAN);
+        std::vector<float> logits(static_cast<size_t>(n) * V, NAN);
+        for (int t0 = 0; t0 < n; t0 += chunk) {
+          const int k = std::min(chunk, n - t0);
+          ASSERT_EQ(LS_OK, b->prefill(cache.data(), cache.size(),
+                                      size_t(t0) * row, tokens.data() + t0, k,
+                                      t0, true, logits.data() + size_t(t0) * V))
+              << what;
+        }
+        for (int t = 0; t < n; ++t) {
+          EXPECT_TRUE(BytesEqual(logits.data() + size_t(t) * V,
+                                 want.step_logits[size_t(t)].data(), V))
+              << what << ": prefill (chunks of " << chunk << ") logits at "
+              << t;
+        }
+        EXPECT_TRUE(BytesEqual(cache, want.cache))
+            << what << ": prefill (chunks of " << chunk << ") cache";
       }
-      for (int t = 0; t < n; ++t) {
-        EXPECT_TRUE(BytesEqual(logits.data() + size_t(t) * V,
-                               want.step_logits[size_t(t)].data(), V))
-            << what << ": prefill logits at " << t;
-      }
-      EXPECT_TRUE(BytesEqual(cache, want.cache)) << what << ": prefill cache";
     }
   }
 }
@@ -347,6 +429,12 @@ TEST(Gpt2Q8Cpu, NamesSayInt8AndTheKernels) {
       Error);
   EXPECT_THROW(make_gpt2_q8_backend("cpu", m.c, m.q8.data(), m.q8.size(), 0, 0),
                Error);
+  // A forced table this CPU cannot run (or that does not exist).
+  const char* before = std::getenv("LOCKSTEP_Q8_KERNELS");
+  const std::string was = before ? before : "(unset)";
+  EXPECT_THROW(MakeWithTable("cpu-generic", m, 1, "avx9"), Error);
+  const char* after = std::getenv("LOCKSTEP_Q8_KERNELS");
+  EXPECT_EQ(was, after ? after : "(unset)");
 }
 
 }  // namespace

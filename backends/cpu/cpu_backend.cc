@@ -1050,6 +1050,12 @@ std::unique_ptr<Gpt2Backend> make_cpu_q8_backend(const ls_gpt2_config& c,
   (void)bytes;  // checked by make_gpt2_q8_backend
   const CpuKernels* k = cpu::kernels_for(isa);
   const cpu::CpuQ8Kernels* qk = cpu::q8_kernels_for(isa);
+  const char* forced = std::getenv("LOCKSTEP_Q8_KERNELS");
+  if (k && !qk && forced && *forced) {
+    throw Error("GPT-2 backend: LOCKSTEP_Q8_KERNELS=" + std::string(forced) +
+                ": this CPU cannot run that int8 table (or none is named "
+                "so)");
+  }
   if (!k || !qk) {
     throw Error("GPT-2 backend: this CPU cannot run ISA '" + isa + "'");
   }

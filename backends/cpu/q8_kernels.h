@@ -1,9 +1,11 @@
 // The CPU backend's int8 kernels (docs/arithmetic.md §7), one table per
 // instruction set, each in its own translation unit with that ISA's flags
-// (q8_kernels_avx512.cc: AVX-512 VNNI; q8_kernels_avx2.cc;
+// (q8_kernels_amx.cc: AMX-INT8 batches; q8_kernels_avx512.cc: AVX-512
+// VNNI; q8_kernels_avxvnni.cc: AVX-VNNI; q8_kernels_avx2.cc;
 // q8_kernels_neon.cc: AArch64 Advanced SIMD, and q8_kernels_neon_sdot.cc
 // with the dotprod extension; q8_kernels_generic.cc, the core's loops).
-// The backend picks one table at creation (q8_kernels_for).
+// The backend picks one table at creation (q8_kernels_for), or the one
+// $LOCKSTEP_Q8_KERNELS names (tests and benchmarks).
 //
 // Why every table gives the reference's bits: the integer group sums are
 // exact (|isum| <= 64 * 127 * 127 < 2^24), so each ISA may form them with
@@ -18,11 +20,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lockstep::cpu {
 
 struct CpuQ8Kernels {
-  const char* isa;  // "avx512-vnni", "avx2", "neon-sdot", "neon", "generic"
+  // "amx", "avx512-vnni", "avx-vnni", "avx2", "neon-sdot", "neon",
+  // "generic"
+  const char* isa;
   // §7.2 for one position's input x[0..K) (K a multiple of 64): levels
   // q[0..K), scales s[0..K/64). false (q, s undefined) when some x[k] is
   // NaN or infinite.
@@ -38,10 +43,31 @@ struct CpuQ8Kernels {
 
 // The table for a binary32 kernel ISA ("avx512", "avx2", "neon",
 // "generic"): the best int8 kernels that ISA's machines have (avx512 with
-// VNNI takes the VNNI table, without it the AVX2 one; neon with the dotprod
-// extension the sdot table, without it the plain NEON one). Null when the
-// CPU cannot run it.
+// AMX-INT8 usable takes the AMX table, else with VNNI the VNNI table,
+// else the AVX-VNNI or AVX2 one; avx2 with AVX-VNNI the AVX-VNNI table,
+// without it the AVX2 one; neon with the dotprod extension the sdot table,
+// without it the plain NEON one). When $LOCKSTEP_ISA's int8 counterpart,
+// $LOCKSTEP_Q8_KERNELS, is set and non-empty, the table it names instead
+// (q8_kernels_named), whatever the ISA. Null when the CPU cannot run it.
 const CpuQ8Kernels* q8_kernels_for(const std::string& isa);
+
+// The table named `name` (its `isa` string) when this CPU can run it,
+// else null.
+const CpuQ8Kernels* q8_kernels_named(const std::string& name);
+
+// Every table this CPU can run, generic first.
+std::vector<const CpuQ8Kernels*> q8_kernels_runnable();
+
+#if defined(__x86_64__)
+// CPUID has amx-tile and amx-int8, the avx512 ISA runs, and Linux granted
+// this process the tile data state (arch_prctl(ARCH_REQ_XCOMP_PERM,
+// XFEATURE_XTILEDATA), asked once). Only then may q8_kernels_amx run.
+bool q8_amx_usable();
+// Only where q8_amx_usable().
+const CpuQ8Kernels& q8_kernels_amx();
+// Only on a CPU with AVX-VNNI (CPUID.(7,1):EAX bit 4).
+const CpuQ8Kernels& q8_kernels_avx_vnni();
+#endif
 
 const CpuQ8Kernels& q8_kernels_avx512_vnni();
 const CpuQ8Kernels& q8_kernels_avx2();
