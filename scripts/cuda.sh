@@ -210,6 +210,26 @@ cmake --build build-gpu -j "$jobs" --target lockstep >>"$out/build.txt" 2>&1 ||
     <(grep -v -i 'backend\|tok/s\|seconds\| ms' /tmp/cli-gen-cpu.txt) &&
     echo "generate: same text on cuda and cpu"
   cat /tmp/cli-gen-cuda.txt
+  # The same on the trained model converted to grouped int8 (make_gpt2_q8_backend
+  # reaches the CUDA int8 backend for --backend cuda; cpu runs its int8 kernels).
+  q8=/tmp/cli-shakespeare-q8.lockstep
+  if run ./build-gpu/lockstep convert $model "$q8" --quant int8 >/dev/null; then
+    for be in cuda cpu; do
+      run ./build-gpu/lockstep logits --model "$q8" --tokens $toks \
+        --all-positions --backend $be --out "/tmp/cli-q8-logits-$be.f32" ||
+        echo "int8 logits --backend $be failed"
+      run ./build-gpu/lockstep generate --model "$q8" --tokens 33676,4720,25 \
+        --generate 48 --backend $be >"/tmp/cli-q8-gen-$be.txt" 2>&1 ||
+        echo "int8 generate --backend $be failed"
+    done
+    cmp /tmp/cli-q8-logits-cuda.f32 /tmp/cli-q8-logits-cpu.f32 &&
+      echo "int8 logits: $(stat -c %s /tmp/cli-q8-logits-cuda.f32) bytes, cuda == cpu"
+    diff <(grep -v -i 'backend\|tok/s\|seconds\| ms' /tmp/cli-q8-gen-cuda.txt) \
+      <(grep -v -i 'backend\|tok/s\|seconds\| ms' /tmp/cli-q8-gen-cpu.txt) &&
+      echo "int8 generate: same text on cuda and cpu"
+  else
+    echo "convert --quant int8 failed"
+  fi
 } 2>&1 | tee "$out/cli.txt"
 
 if [ -z "${LOCKSTEP_SKIP_HF:-}" ]; then
