@@ -204,7 +204,7 @@ async function webSession() {
         ? new GpuProjectorQ8(state.gpu.device, s, state.gpu.limits,
                              state.gpu.check, state.gpu.q8Dot)
         : new GpuProjector(state.gpu.device, s, state.gpu.limits,
-                           state.gpu.check);
+                           state.gpu.check, !state.gpu.cpu);
     state.web = s;
   }
   return state.web;

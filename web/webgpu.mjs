@@ -94,22 +94,119 @@ fn matmul(@builtin(global_invocation_id) gid: vec3<u32>) {
 `;
 }
 
-// One pair of pipelines per device (the self-test compiles them at
-// start-up, so a session's first product does not wait for the compiler).
+// The block-split form of the vec4 kernel, for K a multiple of 16: the 16
+// §2.1 blocks of one group of 4 outputs are summed by 16 invocations (each
+// block from +0.0 in increasing k, as in `block` above), written to
+// workgroup memory, and after a barrier the block-0 invocation combines them
+// by the same written-out halving tree and adds the bias: every output's
+// operations and their order are the same as in kernelSource(4); only which
+// invocation performs a block changes. A workgroup is 16 output groups x 16
+// blocks (invocation li: group li % 16, block li / 16, so neighbouring
+// invocations read neighbouring words of W), 16 times the parallelism of
+// one invocation per 4 outputs (decode of GPT-2 124M's MLP down projection:
+// 192 invocations otherwise).
+const SPLIT_GROUPS = 16;  // output groups (of 4) per workgroup
+const SPLIT_SOURCE = /* wgsl */ `
+struct Params {
+  n: u32, k: u32, nout: u32, mode: u32, zero: u32,
+  pad0: u32, pad1: u32, pad2: u32,
+}
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> y: array<vec4<f32>>;
+var<workgroup> part: array<vec4<f32>, ${16 * SPLIT_GROUPS}>;
+
+fn prod(a: f32, c: vec4<f32>) -> vec4<f32> {
+  return bitcast<vec4<f32>>(bitcast<vec4<u32>>(a * c) ^ vec4<u32>(p.zero));
+}
+
+@compute @workgroup_size(${16 * SPLIT_GROUPS})
+fn matmul(@builtin(workgroup_id) wid: vec3<u32>,
+          @builtin(local_invocation_index) li: u32) {
+  let row = p.nout / 4u;
+  let g = li % ${SPLIT_GROUPS}u;
+  let blk = li / ${SPLIT_GROUPS}u;
+  let o = wid.x * ${SPLIT_GROUPS}u + g;
+  let t = wid.y;
+  let L = p.k / 16u;
+  // +0.0 (p.zero is 0), which the compiler cannot fold into the first add.
+  var acc = vec4<f32>(bitcast<f32>(p.zero));
+  if (o < row) {
+    let x0 = t * p.k + blk * L;
+    let w0 = blk * L * row + o;
+    for (var i = 0u; i < L; i = i + 1u) {
+      acc = acc + prod(x[x0 + i], w[w0 + i * row]);
+    }
+  }
+  part[li] = acc;
+  workgroupBarrier();
+  if (blk == 0u && o < row) {
+    var s0 = part[g];                        var s1 = part[g + ${SPLIT_GROUPS}u];
+    var s2 = part[g + ${2 * SPLIT_GROUPS}u];  var s3 = part[g + ${3 * SPLIT_GROUPS}u];
+    var s4 = part[g + ${4 * SPLIT_GROUPS}u];  var s5 = part[g + ${5 * SPLIT_GROUPS}u];
+    var s6 = part[g + ${6 * SPLIT_GROUPS}u];  var s7 = part[g + ${7 * SPLIT_GROUPS}u];
+    let s8 = part[g + ${8 * SPLIT_GROUPS}u];  let s9 = part[g + ${9 * SPLIT_GROUPS}u];
+    let s10 = part[g + ${10 * SPLIT_GROUPS}u]; let s11 = part[g + ${11 * SPLIT_GROUPS}u];
+    let s12 = part[g + ${12 * SPLIT_GROUPS}u]; let s13 = part[g + ${13 * SPLIT_GROUPS}u];
+    let s14 = part[g + ${14 * SPLIT_GROUPS}u]; let s15 = part[g + ${15 * SPLIT_GROUPS}u];
+    s0 = s0 + s8; s1 = s1 + s9; s2 = s2 + s10; s3 = s3 + s11;
+    s4 = s4 + s12; s5 = s5 + s13; s6 = s6 + s14; s7 = s7 + s15;
+    s0 = s0 + s4; s1 = s1 + s5; s2 = s2 + s6; s3 = s3 + s7;
+    s0 = s0 + s2; s1 = s1 + s3;
+    var r = s0 + s1;
+    if ((p.mode & 1u) != 0u) { r = r + b[o]; }
+    y[t * row + o] = r;
+  }
+}
+`;
+
+// The pipelines per device (the self-test compiles them at start-up, so a
+// session's first product does not wait for the compiler): 1 (f32 lanes),
+// 4 (vec4 lanes), 's' (vec4, block-split).
+// All three share one bind group layout (`layout`), so a matrix's bind
+// group serves whichever form a product runs.
 const compiled = new WeakMap();
 function pipelines(device) {
   if (!compiled.has(device)) {
-    const make = (V) => device.createComputePipeline({
-      layout: 'auto',
-      compute: { module: device.createShaderModule({ code: kernelSource(V) }),
+    const C = GPUShaderStage.COMPUTE;
+    const ro = { type: 'read-only-storage' };
+    const layout = device.createBindGroupLayout({ entries: [
+      { binding: 0, visibility: C, buffer: { type: 'uniform' } },
+      { binding: 1, visibility: C, buffer: ro },
+      { binding: 2, visibility: C, buffer: ro },
+      { binding: 3, visibility: C, buffer: ro },
+      { binding: 4, visibility: C, buffer: { type: 'storage' } }] });
+    const pl = device.createPipelineLayout({ bindGroupLayouts: [layout] });
+    const make = (code) => device.createComputePipeline({
+      layout: pl,
+      compute: { module: device.createShaderModule({ code }),
                  entryPoint: 'matmul' } });
-    compiled.set(device, { 1: make(1), 4: make(4) });
+    compiled.set(device, { layout, 1: make(kernelSource(1)),
+                           4: make(kernelSource(4)), s: make(SPLIT_SOURCE) });
   }
   return compiled.get(device);
 }
 
 // The lane width for a product of `nout` outputs.
 const laneWidth = (nout) => (nout % 4 === 0 ? 4 : 1);
+
+// The kernel for a product of n positions, K inputs and `width` outputs:
+// its pipeline's key and the workgroups per position. The block-split form
+// where the one-invocation-per-4-outputs form would have fewer than
+// SPLIT_BELOW invocations (decode's block products; not the head, nor a
+// prefill of many positions, which fill the GPU as they are: on
+// SwiftShader, a CPU, the split form's barriers made GPT-2's head 20 times
+// slower).
+const SPLIT_BELOW = 4096;
+function kernelFor(n, K, width, split = true) {
+  const V = laneWidth(width);
+  if (split && V === 4 && K % 16 === 0 && n * (width / 4) < SPLIT_BELOW) {
+    return { key: 's', groups: Math.ceil(width / 4 / SPLIT_GROUPS) };
+  }
+  return { key: V, groups: Math.ceil(width / V / WG) };
+}
 
 // The probes: inputs as bit patterns in a storage buffer (so that nothing
 // is folded at compile time), results as bit patterns.
@@ -207,7 +304,12 @@ export async function openGpu() {
   let info = adapter.info || {};
   const describe = [info.vendor, info.architecture, info.device,
                     info.description].filter((s) => s).join(' / ');
-  return { adapter, device, description: describe || '(no adapter info)',
+  // A CPU implementation of the GPU (SwiftShader, llvmpipe): GpuProjector
+  // then keeps the one-invocation-per-4-outputs form (kernelFor), whose
+  // bits are the block-split form's (both pass the self-test).
+  const cpu = !!info.isFallbackAdapter || adapter.isFallbackAdapter === true ||
+      /swiftshader|llvmpipe|lavapipe/i.test(describe);
+  return { adapter, device, description: describe || '(no adapter info)', cpu,
            limits: { maxStorageBufferBindingSize: L.maxStorageBufferBindingSize,
                      maxBufferSize: L.maxBufferSize } };
 }
@@ -363,41 +465,48 @@ export async function kernelSelfTest(device) {
     const bx = buf(x, S), bw = buf(w, S), bb = buf(b ?? new Float32Array(4), S);
     const by = buf(new Float32Array(c.n * c.N), S | GPUBufferUsage.COPY_SRC);
     const V = laneWidth(c.N);
-    const pipeline = pipes[V];
-    const bind = device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0),
-      entries: [u, bx, bw, bb, by].map((g, i) => (
-        { binding: i, resource: { buffer: g } })) });
-    const enc = device.createCommandEncoder();
-    const pass = enc.beginComputePass();
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bind);
-    pass.dispatchWorkgroups(Math.ceil(c.N / V / WG), c.n);
-    pass.end();
-    device.queue.submit([enc.finish()]);
-    const y = new Float32Array((await readBack(device, by, c.n * c.N * 4))
-                                   .buffer);
+    // The vec4 cases with K a multiple of 16 run both vec4 forms (the
+    // projector picks one per product, kernelFor).
+    const keys = V === 4 && c.K % 16 === 0 ? ['s', 4] : [V];
+    const want = referenceMatmul(x, w, b, c.n, c.K, c.N);
     const free = subnormalFree(minExponent(x), minExponent(w),
                                b ? minExponent(b) : 256);
-    const want = referenceMatmul(x, w, b, c.n, c.K, c.N);
-    const yu = new Uint32Array(y.buffer), wu = new Uint32Array(want.buffer);
-    let diff = -1;
-    for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
-    const h = (v) => '0x' + v.toString(16).padStart(8, '0');
-    let ok, got;
-    if (c.sub) {
-      ok = !free;
-      got = (diff < 0 ? 'the GPU gives IEEE\'s bits'
-          : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
-          (free ? '; NOT refused by the guard' : '; the guard refuses it');
-    } else {
-      ok = diff < 0 && free;
-      got = diff < 0 ? `${yu.length} outputs equal`
-          : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
+    for (const key of keys) {
+      const groups = key === 's' ? Math.ceil(c.N / 4 / SPLIT_GROUPS)
+                                 : Math.ceil(c.N / V / WG);
+      const bind = device.createBindGroup({
+        layout: pipes.layout,
+        entries: [u, bx, bw, bb, by].map((g, i) => (
+          { binding: i, resource: { buffer: g } })) });
+      const enc = device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      pass.setPipeline(pipes[key]);
+      pass.setBindGroup(0, bind);
+      pass.dispatchWorkgroups(groups, c.n);
+      pass.end();
+      device.queue.submit([enc.finish()]);
+      const y = new Float32Array((await readBack(device, by, c.n * c.N * 4))
+                                     .buffer);
+      const yu = new Uint32Array(y.buffer), wu = new Uint32Array(want.buffer);
+      let diff = -1;
+      for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
+      const h = (v) => '0x' + v.toString(16).padStart(8, '0');
+      let ok, got;
+      if (c.sub) {
+        ok = !free;
+        got = (diff < 0 ? 'the GPU gives IEEE\'s bits'
+            : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
+            (free ? '; NOT refused by the guard' : '; the guard refuses it');
+      } else {
+        ok = diff < 0 && free;
+        got = diff < 0 ? `${yu.length} outputs equal`
+            : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
+      }
+      const form = key === 's' ? 'vec4, block-split' : V === 4 ? 'vec4' : 'f32';
+      rows.push({ name: `kernel (${form}): ${c.name}`, ok, got,
+                  want: c.sub ? 'refused by the guard (WebAssembly computes it)'
+                              : 'equal to the Math.fround reference' });
     }
-    rows.push({ name: `kernel (${V === 4 ? 'vec4' : 'f32'}): ${c.name}`, ok, got,
-                want: c.sub ? 'refused by the guard (WebAssembly computes it)'
-                            : 'equal to the Math.fround reference' });
     for (const g of [u, bx, bw, bb, by]) g.destroy();
   }
   return rows;
@@ -410,9 +519,12 @@ export async function kernelSelfTest(device) {
 // guard: the adapter flushes subnormals, so a product that subnormalFree
 // does not clear is computed in WebAssembly (web_project_cpu) instead.
 export class GpuProjector {
-  constructor(device, session, limits, guard = true) {
+  // split: whether small products may run the block-split kernel form
+  // (kernelFor; openGpu's `cpu` says where it is slower).
+  constructor(device, session, limits, guard = true, split = true) {
     this.device = device;
     this.guard = guard;
+    this.split = split;
     this.fallbacks = 0;
     this.timeMs = [0, 0, 0, 0, 0];  // per product kind (PRODUCT_NAMES)
     this.pipes = pipelines(device);
@@ -433,8 +545,8 @@ export class GpuProjector {
     this.x = io(GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     this.y = io(GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
     this.read = io(GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-    this.uniform = device.createBuffer({
-      size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    this.submitMs = 0;  // writes, encoding and submit (host side)
+    this.waitMs = 0;    // submit to mapped (the GPU and the round trip)
     this.none = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
     // Block matrices by their word offset (the controller's request.w).
     this.mats = new Map();
@@ -448,10 +560,9 @@ export class GpuProjector {
         const wv = w.subarray(off, off + K * Nout);
         const bv = w.subarray(off + K * Nout, off + K * Nout + Nout);
         const wb = upload(wv), bb = upload(bv);
-        const V = laneWidth(Nout);
         this.mats.set(off, { ew: minExponent(wv), eb: minExponent(bv),
-                             parts: [{ row0: 0, rows: Nout, width: Nout, V,
-                                       bind: this.bind(V, wb, bb) }] });
+                             parts: [{ row0: 0, rows: Nout, width: Nout,
+                                       bind: this.bind(wb, bb) }] });
       }
     }
     // The head: wte rows in chunks within the binding limit, each stored
@@ -471,18 +582,24 @@ export class GpuProjector {
         const base = (r0 + v) * C;
         for (let k = 0; k < C; ++k) tr[k * width + v] = w[base + k];
       }
-      parts.push({ row0: r0, rows, width, V: 4,
-                   bind: this.bind(4, upload(tr), this.none) });
+      parts.push({ row0: r0, rows, width,
+                   bind: this.bind(upload(tr), this.none) });
     }
     this.head = { ew: minExponent(w.subarray(0, V * C)), eb: 256, parts };
     this.headChunks = parts.length;
   }
 
-  bind(V, wb, bb) {
-    return this.device.createBindGroup({
-      layout: this.pipes[V].getBindGroupLayout(0),
-      entries: [this.uniform, this.x, wb, bb, this.y].map((buffer, i) => (
-        { binding: i, resource: { buffer } })) });
+  // A part's bind group with a uniform of its own, written only when the
+  // product's shape changes (decode: once), so a product is one input
+  // write, one submit and one read-back.
+  bind(wb, bb) {
+    const uniform = this.device.createBuffer({
+      size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    this.buffers.push(uniform);
+    return { uniform, shape: '', group: this.device.createBindGroup({
+      layout: this.pipes.layout,
+      entries: [uniform, this.x, wb, bb, this.y].map((buffer, i) => (
+        { binding: i, resource: { buffer } })) }) };
   }
 
   // request: web/lockstep-web.mjs's pending product.
@@ -505,31 +622,42 @@ export class GpuProjector {
 
   async dispatch(m, r, mem) {
     const dev = this.device;
+    const t0 = performance.now();
     dev.queue.writeBuffer(this.x, 0, mem, r.x, r.n * r.nIn * 4);
     const outWords = r.n * r.nOut;
+    // Every part (head chunk) in one command buffer and one submit.
+    const enc = dev.createCommandEncoder();
     for (const part of m.parts) {
-      dev.queue.writeBuffer(this.uniform, 0, new Uint32Array(
-          [r.n, r.nIn, part.width, r.head ? 0 : 1, 0, 0, 0, 0]));
-      const enc = dev.createCommandEncoder();
+      const shape = `${r.n},${r.nIn}`;
+      if (part.bind.shape !== shape) {
+        dev.queue.writeBuffer(part.bind.uniform, 0, new Uint32Array(
+            [r.n, r.nIn, part.width, r.head ? 0 : 1, 0, 0, 0, 0]));
+        part.bind.shape = shape;
+      }
       const pass = enc.beginComputePass();
-      pass.setPipeline(this.pipes[part.V]);
-      pass.setBindGroup(0, part.bind);
-      pass.dispatchWorkgroups(Math.ceil(part.width / part.V / WG), r.n);
+      const kern = kernelFor(r.n, r.nIn, part.width, this.split);
+      pass.setPipeline(this.pipes[kern.key]);
+      pass.setBindGroup(0, part.bind.group);
+      pass.dispatchWorkgroups(kern.groups, r.n);
       pass.end();
-      // A head chunk's rows go to their place in the logits (n = 1).
+      // A head chunk's rows go to their place in the logits (n = 1); the
+      // chunks share y, so each is copied out before the next one runs
+      // (commands of one queue run in order).
       enc.copyBufferToBuffer(this.y, 0, this.read, part.row0 * 4,
                              part.rows * r.n * 4);
-      dev.queue.submit([enc.finish()]);
     }
+    dev.queue.submit([enc.finish()]);
+    const t1 = performance.now();
     await this.read.mapAsync(GPUMapMode.READ, 0, outWords * 4);
+    this.submitMs += t1 - t0;
+    this.waitMs += performance.now() - t1;
     new Uint8Array(mem, r.y, outWords * 4)
         .set(new Uint8Array(this.read.getMappedRange(0, outWords * 4)));
     this.read.unmap();
   }
 
   destroy() {
-    for (const b of [...this.buffers, this.x, this.y, this.read, this.uniform,
-                     this.none]) {
+    for (const b of [...this.buffers, this.x, this.y, this.read, this.none]) {
       b.destroy();
     }
   }
@@ -722,9 +850,10 @@ class Q8Runner {
     this.sx = mk(maxIn / 16, S | D);
     this.y = mk(maxOut * 4, S | GPUBufferUsage.COPY_SRC);
     this.read = mk(maxOut * 4, GPUBufferUsage.MAP_READ | D);
-    this.uniform = mk(32, GPUBufferUsage.UNIFORM | D);
     this.none = mk(16, S);
-    this.owned = [this.xq, this.sx, this.y, this.read, this.uniform, this.none];
+    this.owned = [this.xq, this.sx, this.y, this.read, this.none];
+    this.submitMs = 0;  // writes, encoding and submit (host side)
+    this.waitMs = 0;    // submit to mapped (the GPU and the round trip)
   }
 
   upload(data) {
@@ -739,11 +868,16 @@ class Q8Runner {
     return buf;
   }
 
+  // A matrix's bind group with a uniform of its own, written only when the
+  // product's shape changes (decode: once).
   bind(wbuf, bbuf) {
-    return this.device.createBindGroup({
+    const uniform = this.device.createBuffer({
+      size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    this.owned.push(uniform);
+    return { uniform, shape: '', group: this.device.createBindGroup({
       layout: this.pipeline.getBindGroupLayout(0),
-      entries: [this.uniform, this.xq, this.sx, wbuf, bbuf ?? this.none, this.y]
-          .map((buffer, i) => ({ binding: i, resource: { buffer } })) });
+      entries: [uniform, this.xq, this.sx, wbuf, bbuf ?? this.none, this.y]
+          .map((buffer, i) => ({ binding: i, resource: { buffer } })) }) };
   }
 
   // y[t][o] for t < n, o < N of the matrix bound in `bind` (nout columns
@@ -751,14 +885,19 @@ class Q8Runner {
   // Uint8Array `out` (n N floats).
   async run(bind, qx, sx, n, K, N, nout, bias, out) {
     const dev = this.device;
+    const t0 = performance.now();
     dev.queue.writeBuffer(this.xq, 0, qx.buffer, qx.byteOffset, n * K);
     dev.queue.writeBuffer(this.sx, 0, sx.buffer, sx.byteOffset, n * K / 16);
-    dev.queue.writeBuffer(this.uniform, 0, new Uint32Array(
-        [n, K, nout, bias ? 1 : 0, 0, 0, 0, 0]));
+    const shape = `${n},${K},${nout},${bias ? 1 : 0}`;
+    if (bind.shape !== shape) {
+      dev.queue.writeBuffer(bind.uniform, 0, new Uint32Array(
+          [n, K, nout, bias ? 1 : 0, 0, 0, 0, 0]));
+      bind.shape = shape;
+    }
     const enc = dev.createCommandEncoder();
     const pass = enc.beginComputePass();
     pass.setPipeline(this.pipeline);
-    pass.setBindGroup(0, bind);
+    pass.setBindGroup(0, bind.group);
     pass.dispatchWorkgroups(nout / WG, n);
     pass.end();
     // Rows of nout outputs to rows of N (the head: n = 1, a prefix).
@@ -770,7 +909,10 @@ class Q8Runner {
       }
     }
     dev.queue.submit([enc.finish()]);
+    const t1 = performance.now();
     await this.read.mapAsync(GPUMapMode.READ, 0, n * N * 4);
+    this.submitMs += t1 - t0;
+    this.waitMs += performance.now() - t1;
     out.set(new Uint8Array(this.read.getMappedRange(0, n * N * 4)));
     this.read.unmap();
   }
@@ -925,6 +1067,9 @@ export class GpuProjectorQ8 {
     }
     this.timeMs[r.which] += performance.now() - t0;
   }
+
+  get submitMs() { return this.runner.submitMs; }
+  get waitMs() { return this.runner.waitMs; }
 
   destroy() { this.runner.destroy(); }
 }

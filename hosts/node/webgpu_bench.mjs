@@ -9,15 +9,23 @@
 // WebAssembly's bit for bit at every step; one JSON line per model.
 //   node hosts/node/webgpu_bench.mjs --webgpu DIR/node_modules/webgpu/index.js
 //        --wasm BUILD/wasm [--steps N] [--rounds R] [--prompt 15496,995]
-//        MODEL...
+//        [--baseline DIR] MODEL...
+// --baseline DIR: DIR/webgpu.mjs (an earlier web/webgpu.mjs, with its
+// checkpoint_q8.mjs beside it) drives a second WebGPU session stepped with
+// the same tokens in the same rounds, each step timed on its own, its
+// logits compared with WebAssembly's too: before/after in one run.
 // MODEL: a packed .lockstep file (tiny: WebAssembly only, WGSL has no
 // binary64), a Hugging Face folder (model.safetensors + config.json), or
 // q8:FOLDER_OR_FILE: that binary32 model quantized here to grouped int8
 // (hosts/node/q8_quantize.mjs, the bytes of `lockstep convert --quant
 // int8`; its payload SHA-256 is printed so that it can be compared with
-// the converter's).
+// the converter's), or random:124M:SEED: GPT-2 124M's shape with weights
+// made here from SEED (randomGpt2 below: xorshift32, each tensor uniform
+// in the ranges of docs/gpt2-format.md's random checkpoints; NOT the C++
+// random:124M:SEED weights, which would take a 497 MB file to carry).
 import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { webcrypto } from 'node:crypto';
 import {
   WasmSession, WebSession, bytesSource, firstDifference, bitsHex, loadModule,
@@ -43,7 +51,14 @@ const wasmDir = opt('--wasm', 'build/wasm');
 const steps = Number(opt('--steps', '32'));
 const rounds = Number(opt('--rounds', '3'));
 const prompt = opt('--prompt', '15496,995,11,428,318').split(',').map(Number);
+const baselineDir = opt('--baseline', null);
+// --split on|off|auto: GpuProjector's block-split form for small products
+// (auto: off on a CPU adapter, openGpu's `cpu`).
+const splitOpt = opt('--split', 'auto');
 const models = args;
+const baseline = baselineDir
+    ? await import(pathToFileURL(resolve(baselineDir, 'webgpu.mjs')).href)
+    : null;
 
 if (!globalThis.crypto) globalThis.crypto = webcrypto;
 const { create, globals } = await import(webgpuPath);
@@ -58,12 +73,14 @@ if (g.error) {
   out({ error: g.error });
   process.exit(1);
 }
+const split = splitOpt === 'auto' ? !g.cpu : splitOpt === 'on';
 const probes = await runProbes(g.device);
 const flushes = probes.some((p) => /subnormal/.test(p.name) && !p.ok);
 const q8Dot = hasQ8Dot(gpu);
 const kernel = [...await kernelSelfTest(g.device),
                 ...await q8KernelSelfTest(g.device, q8Dot)];
-out({ adapter: g.description, info: { ...(g.adapter.info ?? {}) },
+out({ adapter: g.description, info: { ...(g.adapter.info ?? {}) }, cpu: g.cpu,
+      split,
       limits: g.limits, dot4I8Packed: q8Dot,
       probes: probes.map((p) => `${p.name}: ${p.ok ? 'no' : 'YES'} (${p.got})`),
       kernel: kernel.map((p) => `${p.name}: ${p.ok ? 'passes' : 'FAILS'} (${p.got})`),
@@ -73,11 +90,49 @@ out({ adapter: g.description, info: { ...(g.adapter.info ?? {}) },
 const simd = await loadModule(join(wasmDir, 'lockstep.wasm'), fileFetch);
 const web = await loadModule(join(wasmDir, 'lockstep-web.wasm'), fileFetch);
 
+// GPT-2 124M in the plain layout (wte, wpe, per layer ln_1 g b, c_attn w b,
+// attn c_proj w b, ln_2 g b, c_fc w b, mlp c_proj w b; ln_f g b) with
+// seeded uniform weights: matrices and embeddings small, gains near 1,
+// biases small; a 32-bit xorshift stream from the seed.
+async function randomGpt2(seed) {
+  const c = { n_vocab: 50257, n_ctx: 1024, n_embd: 768, n_head: 12,
+              n_layer: 12 };
+  const V = c.n_vocab, T = c.n_ctx, C = c.n_embd;
+  const w = new Float32Array(V * C + T * C + c.n_layer * (12 * C * C + 13 * C) +
+                             2 * C);
+  let st = (seed >>> 0) || 1, at = 0;
+  const fill = (n, center, scale) => {
+    for (let i = 0; i < n; ++i) {
+      st ^= st << 13; st ^= st >>> 17; st ^= st << 5;
+      w[at++] = center + scale * (2 * ((st >>> 0) / 4294967296) - 1);
+    }
+  };
+  fill(V * C, 0, 0.1);
+  fill(T * C, 0, 0.02);
+  for (let l = 0; l < c.n_layer; ++l) {
+    for (const [n, center, scale] of [
+      [C, 1, 0.1], [C, 0, 0.02], [3 * C * C, 0, 0.04], [3 * C, 0, 0.02],
+      [C * C, 0, 0.04], [C, 0, 0.02], [C, 1, 0.1], [C, 0, 0.02],
+      [4 * C * C, 0, 0.04], [4 * C, 0, 0.02], [4 * C * C, 0, 0.04],
+      [C, 0, 0.02]]) {
+      fill(n, center, scale);
+    }
+  }
+  fill(C, 1, 0.1);
+  fill(C, 0, 0.02);
+  const payload = new Uint8Array(w.buffer);
+  return { kind: 'gpt2', config: c, words: w.length, payload,
+           payloadSha256: await sha256Hex(payload) };
+}
+
 async function load(spec) {
   const q8 = spec.startsWith('q8:');
   const path = q8 ? spec.slice(3) : spec;
   let ck;
-  if ((await stat(path)).isDirectory()) {
+  const rnd = /^random:124M:(\d+)$/.exec(path);
+  if (rnd) {
+    ck = await randomGpt2(Number(rnd[1]));
+  } else if ((await stat(path)).isDirectory()) {
     ck = await readSafetensors(
         bytesSource('model.safetensors',
                     await readFile(join(path, 'model.safetensors'))),
@@ -127,8 +182,18 @@ for (const spec of models) {
   const t0 = performance.now();
   b.projector = ck.kind === 'gpt2q8'
       ? new GpuProjectorQ8(g.device, b, g.limits, flushes, q8Dot)
-      : new GpuProjector(g.device, b, g.limits, flushes);
+      : new GpuProjector(g.device, b, g.limits, flushes, split);
+  r.split = ck.kind === 'gpt2q8' ? 'n/a (int8)' : split;
   r.upload_ms = Math.round(performance.now() - t0);
+  let c = null;
+  if (baseline) {
+    c = WebSession.open(web, ck);
+    c.projector = ck.kind === 'gpt2q8'
+        ? new baseline.GpuProjectorQ8(g.device, c, g.limits, flushes, q8Dot)
+        : new baseline.GpuProjector(g.device, c, g.limits, flushes);
+  }
+  const baseRates = [], basePrefill = [];
+  let baseEqual = 0;
   const n = Math.min(steps, ck.config.n_ctx - prompt.length);
   const wasmRates = [], gpuRates = [], gpuPrefill = [], wasmPrefill = [];
   let compared = 0, equal = 0, firstBad = null;
@@ -142,10 +207,18 @@ for (const spec of models) {
     t = performance.now();
     let la = a.prefill(prompt);
     wasmPrefill.push(performance.now() - t);
-    let gpuMs = 0, wasmMs = 0;
+    let lc = null;
+    if (c) {
+      c.reset();
+      t = performance.now();
+      lc = await c.prefill(prompt);
+      basePrefill.push(performance.now() - t);
+    }
+    let gpuMs = 0, wasmMs = 0, baseMs = 0;
     const got = [];
     for (let i = 0; ; ++i) {
       const d = firstDifference(lb, la);
+      if (c && firstDifference(lc, la) < 0) ++baseEqual;
       ++compared;
       if (d < 0) ++equal;
       else if (!firstBad) {
@@ -162,7 +235,13 @@ for (const spec of models) {
       t = performance.now();
       la = a.step(tb);
       wasmMs += performance.now() - t;
+      if (c) {
+        t = performance.now();
+        lc = await c.step(tb);
+        baseMs += performance.now() - t;
+      }
     }
+    if (c) baseRates.push(n / (baseMs / 1000));
     if (round === 0) tokens.push(...got);
     gpuRates.push(n / (gpuMs / 1000));
     wasmRates.push(n / (wasmMs / 1000));
@@ -180,8 +259,23 @@ for (const spec of models) {
     first_difference: firstBad,
     fallbacks: b.projector.fallbacks,
     product_ms: b.projector.timeMs.map((x) => Math.round(x)),
+    products: b.products,
+    submit_ms: Math.round(b.projector.submitMs),
+    wait_ms: Math.round(b.projector.waitMs),
+    wait_us_per_product: Math.round(1000 * b.projector.waitMs / b.products),
     tokens: tokens.slice(0, 16),
   });
+  if (c) {
+    Object.assign(r, {
+      baseline_tok_s: baseRates.map((x) => +x.toFixed(1)),
+      baseline_median: +median(baseRates).toFixed(1),
+      baseline_prefill_ms: basePrefill.map((x) => +x.toFixed(1)),
+      baseline_steps_equal: baseEqual,
+      speedup_median: +(median(gpuRates) / median(baseRates)).toFixed(3),
+      baseline_product_ms: c.projector.timeMs.map((x) => Math.round(x)),
+    });
+    c.projector.destroy();
+  }
   b.projector.destroy();
   out(r);
 }

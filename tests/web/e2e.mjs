@@ -95,7 +95,7 @@ try {
   // The probes are verdicts about the adapter; the kernel self-test rows
   // must pass.
   const kernelRows = probes.filter((p) => p.startsWith('kernel'));
-  if (kernelRows.length !== 10 || kernelRows.some((p) => !/\| passes \|/.test(p))) {
+  if (kernelRows.length !== 12 || kernelRows.some((p) => !/\| passes \|/.test(p))) {
     fail('the kernel self-test did not pass: ' + JSON.stringify(kernelRows));
   }
   // The int8 kernel's other form (the exact byte sums a WGSL without
