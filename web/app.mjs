@@ -202,7 +202,7 @@ async function webSession() {
     const s = WebSession.open(state.modules.web, state.model);
     s.projector = s.q8
         ? new GpuProjectorQ8(state.gpu.device, s, state.gpu.limits,
-                             state.gpu.check, state.gpu.q8Dot)
+                             state.gpu.check, state.gpu.q8Dot, !state.gpu.cpu)
         : new GpuProjector(state.gpu.device, s, state.gpu.limits,
                            state.gpu.check, !state.gpu.cpu);
     state.web = s;

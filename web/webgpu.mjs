@@ -741,19 +741,74 @@ fn q8matmul(@builtin(global_invocation_id) gid: vec3<u32>) {
   if ((p.mode & 1u) != 0u) { acc = acc + b[o]; }
   y[t * p.nout + o] = acc;
 }
+
+// The split form (decode's small products): a workgroup is the 64 outputs
+// of one panel x 4 lanes. For each run of 16 groups, the lanes compute the
+// groups' terms rounded(f32(isum) * scale) exactly as q8matmul does, into
+// workgroup memory; after a barrier lane 0 adds them to acc in increasing
+// g. Every output's operations and order are q8matmul's; only which
+// invocation computes a term changes.
+var<workgroup> terms: array<f32, 1024>;  // [16 groups][64 outputs]
+
+@compute @workgroup_size(64, 4)
+fn q8split(@builtin(workgroup_id) wid: vec3<u32>,
+           @builtin(local_invocation_id) lid: vec3<u32>) {
+  let j = lid.x;
+  let s = lid.y;
+  let o = wid.x * 64u + j;
+  let t = wid.y;
+  let G = p.k / 64u;
+  let panel = wid.x * 16u * (p.k + 2u * G);
+  let xo = t * (p.k / 4u);
+  var acc = bitcast<f32>(p.zero);  // +0.0
+  for (var g0 = 0u; g0 < G; g0 = g0 + 16u) {
+    for (var gi = s; gi < 16u; gi = gi + 4u) {
+      let g = g0 + gi;
+      if (g < G) {
+        let blk = panel + g * 1056u;
+        let xg = xo + g * 16u;
+        var isum = 0i;
+        for (var i = 0u; i < 16u; i = i + 1u) {
+          isum = isum + dot4(xq[xg + i], w[blk + i * 64u + j]);
+        }
+        let sw = bitcast<f32>(
+            ((w[blk + 1024u + j / 2u] >> ((j & 1u) * 16u)) & 0xffffu) << 16u);
+        let scale = rounded(sx[t * G + g] * sw);
+        terms[gi * 64u + j] = rounded(f32(isum) * scale);
+      }
+    }
+    workgroupBarrier();
+    if (s == 0u) {
+      let m = min(16u, G - g0);
+      for (var gi = 0u; gi < m; gi = gi + 1u) { acc = acc + terms[gi * 64u + j]; }
+    }
+    workgroupBarrier();
+  }
+  if (s == 0u) {
+    if ((p.mode & 1u) != 0u) { acc = acc + b[o]; }
+    y[t * p.nout + o] = acc;
+  }
+}
 `;
 }
 
+// Per device and dot form: the two entry points over one bind group layout.
 const compiledQ8 = new WeakMap();
 function q8Pipeline(device, builtinDot) {
   let byDot = compiledQ8.get(device);
   if (!byDot) compiledQ8.set(device, byDot = new Map());
   if (!byDot.has(builtinDot)) {
-    byDot.set(builtinDot, device.createComputePipeline({
-      layout: 'auto',
-      compute: { module: device.createShaderModule(
-                     { code: q8KernelSource(builtinDot) }),
-                 entryPoint: 'q8matmul' } }));
+    const C = GPUShaderStage.COMPUTE, ro = { type: 'read-only-storage' };
+    const layout = device.createBindGroupLayout({ entries: [
+      { binding: 0, visibility: C, buffer: { type: 'uniform' } },
+      ...[1, 2, 3, 4].map((binding) => ({ binding, visibility: C, buffer: ro })),
+      { binding: 5, visibility: C, buffer: { type: 'storage' } }] });
+    const pl = device.createPipelineLayout({ bindGroupLayouts: [layout] });
+    const module = device.createShaderModule({ code: q8KernelSource(builtinDot) });
+    const make = (entryPoint) => device.createComputePipeline(
+        { layout: pl, compute: { module, entryPoint } });
+    byDot.set(builtinDot, { layout, plain: make('q8matmul'),
+                            split: make('q8split') });
   }
   return byDot.get(builtinDot);
 }
@@ -840,9 +895,12 @@ function referenceQ8(qx, sx, m, b, n, K, N) {
 // The int8 projector's GPU side for one matrix: buffers and a dispatch
 // (shared by GpuProjectorQ8 and the self-test).
 class Q8Runner {
-  constructor(device, builtinDot, maxIn, maxOut) {
+  // split: whether small products (fewer than SPLIT_BELOW outputs in all)
+  // run q8split.
+  constructor(device, builtinDot, maxIn, maxOut, split = false) {
     this.device = device;
-    this.pipeline = q8Pipeline(device, builtinDot);
+    this.pipes = q8Pipeline(device, builtinDot);
+    this.split = split;
     const S = GPUBufferUsage.STORAGE, D = GPUBufferUsage.COPY_DST;
     const mk = (size, usage) => device.createBuffer(
         { size: Math.max(16, Math.ceil(size / 16) * 16), usage });
@@ -875,7 +933,7 @@ class Q8Runner {
       size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     this.owned.push(uniform);
     return { uniform, shape: '', group: this.device.createBindGroup({
-      layout: this.pipeline.getBindGroupLayout(0),
+      layout: this.pipes.layout,
       entries: [uniform, this.xq, this.sx, wbuf, bbuf ?? this.none, this.y]
           .map((buffer, i) => ({ binding: i, resource: { buffer } })) }) };
   }
@@ -883,7 +941,8 @@ class Q8Runner {
   // y[t][o] for t < n, o < N of the matrix bound in `bind` (nout columns
   // computed), from qx (n K bytes) and sx (n K / 64 floats), into the
   // Uint8Array `out` (n N floats).
-  async run(bind, qx, sx, n, K, N, nout, bias, out) {
+  // form: 'split' or 'plain' (the self-test), else by this.split and size.
+  async run(bind, qx, sx, n, K, N, nout, bias, out, form) {
     const dev = this.device;
     const t0 = performance.now();
     dev.queue.writeBuffer(this.xq, 0, qx.buffer, qx.byteOffset, n * K);
@@ -896,7 +955,8 @@ class Q8Runner {
     }
     const enc = dev.createCommandEncoder();
     const pass = enc.beginComputePass();
-    pass.setPipeline(this.pipeline);
+    const split = form ? form === 'split' : this.split && n * nout < SPLIT_BELOW;
+    pass.setPipeline(split ? this.pipes.split : this.pipes.plain);
     pass.setBindGroup(0, bind.group);
     pass.dispatchWorkgroups(nout / WG, n);
     pass.end();
@@ -945,6 +1005,8 @@ export async function q8KernelSelfTest(device, builtinDot) {
       n: 1, K: 64, N: 70 },
     { name: 'a subnormal scale product (2^-70 x 2^-70)', n: 1, K: 64, N: 64,
       sub: true },
+    { name: '2 positions, K 1088 (17 groups: the split form\'s second run), ' +
+            '64 outputs, bias', n: 2, K: 1088, N: 64, bias: true },
   ];
   const rows = [];
   const dotName = builtinDot ? 'dot4I8Packed' : 'bytes';
@@ -974,31 +1036,34 @@ export async function q8KernelSelfTest(device, builtinDot) {
                                 c.n * padded.nout);
     const bind = runner.bind(runner.upload(padded.data),
                              b ? runner.upload(new Uint8Array(b.buffer)) : null);
-    const out = new Uint8Array(c.n * c.N * 4);
-    await runner.run(bind, new Uint8Array(qx.buffer), sx, c.n, c.K, c.N,
-                     padded.nout, !!b, out);
-    runner.destroy();
-    const yu = new Uint32Array(out.buffer);
     const wu = new Uint32Array(referenceQ8(qx, sx, m, b, c.n, c.K, c.N).buffer);
     const free = subnormalFree(minExponent(sx), q8ScaleMinExponent(m, 0, c.K, c.N),
                                b ? minExponent(b) : 256);
-    let diff = -1;
-    for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
-    const h = (v) => '0x' + v.toString(16).padStart(8, '0');
-    let ok, got;
-    if (c.sub) {
-      ok = !free;
-      got = (diff < 0 ? 'the GPU gives IEEE\'s bits'
-          : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
-          (free ? '; NOT refused by the guard' : '; the guard refuses it');
-    } else {
-      ok = diff < 0 && free;
-      got = diff < 0 ? `${yu.length} outputs equal`
-          : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
+    for (const form of c.sub ? ['plain'] : ['plain', 'split']) {
+      const out = new Uint8Array(c.n * c.N * 4);
+      await runner.run(bind, new Uint8Array(qx.buffer), sx, c.n, c.K, c.N,
+                       padded.nout, !!b, out, form);
+      const yu = new Uint32Array(out.buffer);
+      let diff = -1;
+      for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
+      const h = (v) => '0x' + v.toString(16).padStart(8, '0');
+      let ok, got;
+      if (c.sub) {
+        ok = !free;
+        got = (diff < 0 ? 'the GPU gives IEEE\'s bits'
+            : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
+            (free ? '; NOT refused by the guard' : '; the guard refuses it');
+      } else {
+        ok = diff < 0 && free;
+        got = diff < 0 ? `${yu.length} outputs equal`
+            : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
+      }
+      rows.push({ name: `kernel (int8, ${dotName}${form === 'split' ? ', split' : ''}): ${c.name}`,
+                  ok, got,
+                  want: c.sub ? 'refused by the guard (WebAssembly computes it)'
+                              : 'equal to the §7.3 reference' });
     }
-    rows.push({ name: `kernel (int8, ${dotName}): ${c.name}`, ok, got,
-                want: c.sub ? 'refused by the guard (WebAssembly computes it)'
-                            : 'equal to the §7.3 reference' });
+    runner.destroy();
   }
   return rows;
 }
@@ -1012,7 +1077,9 @@ export async function q8KernelSelfTest(device, builtinDot) {
 // every term f32(isum) * scale, partial sum and the bias is a multiple of
 // 2^(E - 23) >= 2^-126).
 export class GpuProjectorQ8 {
-  constructor(device, session, limits, guard = true, builtinDot = true) {
+  // split: as GpuProjector's (decode's small products run q8split).
+  constructor(device, session, limits, guard = true, builtinDot = true,
+              split = true) {
     this.device = device;
     this.guard = guard;
     this.fallbacks = 0;
@@ -1022,7 +1089,8 @@ export class GpuProjectorQ8 {
     const bytes = session.weightBytes();
     const N = session.plan.maxPrefix;
     this.runner = new Q8Runner(device, builtinDot, N * 4 * C,
-                               Math.max(N * 4 * C, Math.ceil(c.n_vocab / 64) * 64));
+                               Math.max(N * 4 * C, Math.ceil(c.n_vocab / 64) * 64),
+                               split);
     const at = new Map(q8TensorTable(c).tensors.map((t) => [t.name, t.offset]));
     this.mats = new Map();
     for (let l = 0; l < c.n_layer; ++l) {

@@ -181,9 +181,9 @@ for (const spec of models) {
   const b = WebSession.open(web, ck);
   const t0 = performance.now();
   b.projector = ck.kind === 'gpt2q8'
-      ? new GpuProjectorQ8(g.device, b, g.limits, flushes, q8Dot)
+      ? new GpuProjectorQ8(g.device, b, g.limits, flushes, q8Dot, split)
       : new GpuProjector(g.device, b, g.limits, flushes, split);
-  r.split = ck.kind === 'gpt2q8' ? 'n/a (int8)' : split;
+  r.split = split;
   r.upload_ms = Math.round(performance.now() - t0);
   let c = null;
   if (baseline) {

@@ -95,7 +95,7 @@ try {
   // The probes are verdicts about the adapter; the kernel self-test rows
   // must pass.
   const kernelRows = probes.filter((p) => p.startsWith('kernel'));
-  if (kernelRows.length !== 12 || kernelRows.some((p) => !/\| passes \|/.test(p))) {
+  if (kernelRows.length !== 16 || kernelRows.some((p) => !/\| passes \|/.test(p))) {
     fail('the kernel self-test did not pass: ' + JSON.stringify(kernelRows));
   }
   // The int8 kernel's other form (the exact byte sums a WGSL without
@@ -106,7 +106,7 @@ try {
         .map((r) => `${r.name} | ${r.ok ? 'passes' : 'FAILS'} | ${r.got}`);
   });
   for (const p of bytesRows) console.log('probe: ' + p);
-  if (bytesRows.length !== 3 || bytesRows.some((p) => !/\| passes \|/.test(p))) {
+  if (bytesRows.length !== 7 || bytesRows.some((p) => !/\| passes \|/.test(p))) {
     fail('the int8 kernel without dot4I8Packed: ' + JSON.stringify(bytesRows));
   } else {
     console.log('ok   the int8 kernel\'s byte-sum form passes its self-test');
