@@ -260,7 +260,10 @@ void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
       loop assigns r, y[0 .. n_rows - 1];
       loop variant n_rows - r;
   */
-  for (int r = 0; r < n_rows; ++r) y[r] = ls_dot32(x, m + (long)r * n, n, 1);
+  for (int r = 0; r < n_rows; ++r) {
+    /*@ ghost ls_row(r, n_rows, n); */
+    y[r] = ls_dot32(x, m + (long)r * n, n, 1);
+  }
 }
 
 /*@ requires n >= 1;
