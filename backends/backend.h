@@ -42,6 +42,17 @@ class Gpt2Backend {
                             size_t cache_len, const int32_t* tokens, int n,
                             int32_t position, bool all_positions,
                             float* logits) = 0;
+  // Optional: an observer of the backend's own intermediate tensors
+  // (docs/verify.md "Per-operation bisect between backends"). A backend
+  // that can show them returns true and from then on calls `observer`
+  // (core/ls_gpt2.h's taps, names and shapes: one call per position, head
+  // -1) on each operation its prefill with every position's logits
+  // materializes; nullptr turns it off. The observer only reads: the bits
+  // are the unobserved ones. The default shows nothing and returns false.
+  virtual bool set_observer(ls_gpt2_observer observer, void* user) {
+    (void)observer, (void)user;
+    return false;
+  }
 };
 
 // name: "reference" (wraps core/ls_gpt2.c), "cpu" (the fast path on the

@@ -289,6 +289,11 @@ std::string VerifyMismatch::describe() const {
     std::snprintf(buf, sizeof buf,
                   "completion %d: %s and %s generate different tokens", context,
                   a.c_str(), b.c_str());
+  } else if (what == "operations") {
+    std::snprintf(buf, sizeof buf,
+                  "operation digests: %s differs from the %s (by SHA-256 "
+                  "over all contexts)",
+                  b.c_str(), a.c_str());
   } else if (what == "observed logits") {
     std::snprintf(buf, sizeof buf,
                   "the logits of the %s differ from %s (by SHA-256 over all "
@@ -402,6 +407,55 @@ std::vector<NamedHash> reference_q8_op_hashes(
     out.push_back({names[i], to_hex(h.streams[i].finish())});
   }
   return out;
+}
+
+std::vector<NamedHash> backend_op_hashes(
+    Gpt2Backend& backend, const ls_gpt2_config& c,
+    const std::vector<VerifyContext>& contexts) {
+  const std::vector<std::string> names = tap_slot_names(c.n_layer);
+  struct Hasher {
+    OpHasher h;
+    std::vector<char> seen;
+    static void observe(void* user, int layer, ls_gpt2_tap tap, int position,
+                        int head, const float* data, size_t n) {
+      auto* s = static_cast<Hasher*>(user);
+      s->seen[size_t(tap_slot(s->h.n_layer, layer, tap))] = 1;
+      OpHasher::observe(&s->h, layer, tap, position, head, data, n);
+    }
+  } hs{{c.n_layer, {}}, std::vector<char>(names.size(), 0)};
+  for (size_t i = 0; i < names.size(); ++i) hs.h.streams.emplace_back();
+  if (!backend.set_observer(&Hasher::observe, &hs)) return {};
+  const size_t row = ls_gpt2_cache_row_floats(&c);
+  std::vector<float> cache, logits;
+  for (const auto& ctx : contexts) {
+    const size_t n = ctx.tokens.size();
+    cache.assign(n * row, 0.0f);
+    logits.assign(n * size_t(c.n_vocab), 0.0f);
+    const ls_status s =
+        backend.prefill(cache.data(), cache.size(), 0, ctx.tokens.data(),
+                        int(n), 0, true, logits.data());
+    if (s != LS_OK) {
+      backend.set_observer(nullptr, nullptr);
+      throw Error(backend.name() +
+                  " observed prefill: " + ls_status_message(s));
+    }
+  }
+  backend.set_observer(nullptr, nullptr);
+  std::vector<NamedHash> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (hs.seen[i]) out.push_back({names[i], to_hex(hs.h.streams[i].finish())});
+  }
+  return out;
+}
+
+std::optional<std::string> first_shared_difference(
+    const std::vector<NamedHash>& a, const std::vector<NamedHash>& b) {
+  for (const NamedHash& x : a) {
+    for (const NamedHash& y : b) {
+      if (x.name == y.name && x.sha256 != y.sha256) return x.name;
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> first_difference(const std::vector<NamedHash>& a,
@@ -545,6 +599,18 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
         }
       }
     }
+    // The backend's own operations: a fresh backend of the same kind and
+    // thread count, observed (the CPU backend shows them; docs/verify.md
+    // "Per-operation bisect between backends").
+    if (o.op_hashes && plan[bi].name.rfind("cpu", 0) == 0) {
+      const std::unique_ptr<Gpt2Backend> ob =
+          w.quant == "int8"
+              ? make_gpt2_q8_backend(plan[bi].name, c, w.q8_data(),
+                                     w.q8_bytes(), rec.threads, 0)
+              : make_gpt2_backend(plan[bi].name, c, w.data(), w.words(),
+                                  rec.threads, 0, w.layout);
+      rec.ops = backend_op_hashes(*ob, c, contexts);
+    }
     r.backends.push_back(std::move(rec));
   }
 
@@ -577,6 +643,23 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
       }
     }
     r.logits_compared += r.positions * V;
+    // Each backend's own operations against the reference's (the names
+    // both show); its logits digest is its cached step's.
+    for (const BackendRecord& b : r.backends) {
+      std::optional<std::string> d = first_shared_difference(b.ops, r.ops);
+      if (!d && !b.ops.empty() && b.ops.back().name == "logits" &&
+          b.ops.back().sha256 != b.logits_sha256) {
+        d = "logits (observed prefill against cached step)";
+      }
+      if (!d) continue;
+      ++r.mismatches;
+      if (!r.first) {
+        VerifyMismatch m;
+        m.what = "operations", m.a = "reference observed full pass";
+        m.b = b.name + " observed prefill at " + *d;
+        r.first = m;
+      }
+    }
   }
   return r;
 }

@@ -19,6 +19,7 @@
 namespace lockstep {
 
 class Tokenizer;
+class Gpt2Backend;
 
 struct VerifyOptions {
   int contexts = 128;  // prompts, alternately Tiny Shakespeare and random ids
@@ -89,6 +90,9 @@ struct BackendRecord {
   std::vector<double> step_ms;   // the first (longest) context's steps
   std::string logits_sha256;     // every cached-step logit, all contexts
   std::vector<NamedHash> cache;  // "h<l>.k", "h<l>.v": all contexts' rows
+  // The backend's own operations (backend_op_hashes; cpu backends, when
+  // op_hashes), empty for one that shows none.
+  std::vector<NamedHash> ops;
   std::vector<Completion> completions;
 };
 
@@ -147,6 +151,23 @@ std::vector<NamedHash> reference_op_hashes(
 std::vector<NamedHash> reference_q8_op_hashes(
     const ls_gpt2_config& c, const uint8_t* q8, size_t bytes,
     const std::vector<VerifyContext>& contexts);
+
+// A backend's own operation digests over the contexts (docs/verify.md
+// "Per-operation bisect between backends"): one prefill of each context
+// with every position's logits, observed through
+// Gpt2Backend::set_observer; the names it shows, in the reference's pass
+// order (the CPU backend: all but att_score, att_prob and fc). Empty when
+// the backend shows none. The observer is removed before returning.
+// Throws lockstep::Error when a prefill fails.
+std::vector<NamedHash> backend_op_hashes(
+    Gpt2Backend& backend, const ls_gpt2_config& c,
+    const std::vector<VerifyContext>& contexts);
+
+// The first entry of `a`, in its order, whose name `b` also has and whose
+// digests differ: between a backend's ops and the reference's, where one
+// side shows fewer operations. nullopt when every shared one agrees.
+std::optional<std::string> first_shared_difference(
+    const std::vector<NamedHash>& a, const std::vector<NamedHash>& b);
 
 // The tap names of core/ls_gpt2.h in pass order ("ln1", ..., "logits").
 const char* gpt2_tap_name(ls_gpt2_tap tap);

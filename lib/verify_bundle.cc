@@ -99,6 +99,12 @@ std::vector<NamedHash> backend_hashes(const json& b) {
   return v;
 }
 
+// A backend's own operations (records since backends showed them), or
+// none.
+std::vector<NamedHash> backend_ops(const json& b) {
+  return b.contains("ops") ? hashes_of(b.at("ops")) : std::vector<NamedHash>{};
+}
+
 std::string mb(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", double(bytes) / 1e6);
@@ -382,6 +388,7 @@ json verify_record(const VerifyResult& r, const VerifyOptions& o,
                   {"logits_sha256", b.logits_sha256},
                   {"cache", hashes_json(b.cache)},
                   {"completions", cms}});
+    if (!b.ops.empty()) bs.back()["ops"] = hashes_json(b.ops);
   }
   rec["backends"] = bs;
   rec["context_sources"] = r.context_sources;
@@ -477,6 +484,13 @@ std::vector<std::string> compare_records(const json& before, const json& now) {
       out.push_back(name + ": first difference from the record's " +
                     bb[0].at("name").get<std::string>() + " at " + *d);
     }
+    if (auto d = first_shared_difference(backend_ops(b),
+                                         hashes_of(before.at("ops")))) {
+      out.push_back(name +
+                    ": operations: first difference from the record's "
+                    "reference operations at " +
+                    *d);
+    }
     const json& ca = bb[0].at("completions");
     const json& cb = b.at("completions");
     for (size_t i = 0; i < std::min(ca.size(), cb.size()); ++i) {
@@ -516,6 +530,10 @@ std::vector<std::string> bisect_records(const json& a, const json& b) {
         out.push_back(ba.at("name").get<std::string>() +
                       ": first difference at " + *d);
       }
+      if (auto d = first_shared_difference(backend_ops(ba), backend_ops(bb))) {
+        out.push_back(ba.at("name").get<std::string>() +
+                      ": operations: first difference at " + *d);
+      }
     }
   }
   return out;
@@ -530,6 +548,16 @@ std::vector<std::string> bisect_backends(const json& rec) {
       out.push_back(bs[0].at("name").get<std::string>() + " and " +
                     bs[i].at("name").get<std::string>() +
                     ": first difference at " + *d);
+    }
+  }
+  // Each backend that shows its operations against the reference's.
+  for (const auto& b : bs) {
+    if (auto d =
+            first_shared_difference(backend_ops(b), hashes_of(rec.at("ops")))) {
+      out.push_back(b.at("name").get<std::string>() +
+                    ": operations: first difference from the reference "
+                    "operations at " +
+                    *d);
     }
   }
   return out;

@@ -23,6 +23,7 @@
 #include "formats/gpt2_q8.h"
 #include "formats/sha256.h"
 #include "gpt2_test_util.h"
+#include "lib/verify_bundle.h"
 #include "lockstep/error.h"
 #include "lockstep/paths.h"
 #include "ls_gpt2_q8.h"
@@ -240,6 +241,134 @@ TEST(VerifyRun, HfFixtureReferenceAndCpuAgree) {
   }
   EXPECT_EQ(r.ops.back().name, "logits");
   EXPECT_EQ(r.ops.back().sha256, r.backends[0].logits_sha256);
+  // The cpu backends' own operations (set_observer): embed, 9 per layer,
+  // ln_f, logits, with the reference's digests; the reference backend
+  // shows none.
+  EXPECT_TRUE(r.backends[0].ops.empty());
+  for (size_t i = 1; i < r.backends.size(); ++i) {
+    const BackendRecord& b = r.backends[i];
+    ASSERT_EQ(b.ops.size(), size_t(3 + 9 * w.config.n_layer)) << b.name;
+    EXPECT_FALSE(first_shared_difference(b.ops, r.ops)) << b.name;
+    EXPECT_EQ(b.ops.back().sha256, b.logits_sha256) << b.name;
+  }
+  // In the record; one backend operation's digest edited is named by
+  // bisect (one record, two records) and by --against's comparison.
+  const nlohmann::json rec = verify_record(r, o, w, VerifyProvenance{});
+  ASSERT_TRUE(rec["backends"][2].contains("ops"));
+  EXPECT_FALSE(rec["backends"][0].contains("ops"));
+  nlohmann::json edited = rec;
+  for (auto& h : edited["backends"][2]["ops"]) {
+    if (h["name"] == "h1.proj") h["sha256"] = std::string(64, '0');
+  }
+  const auto has = [](const std::vector<std::string>& lines,
+                      const std::string& want) {
+    for (const auto& l : lines) {
+      if (l == want) return true;
+    }
+    return false;
+  };
+  const std::string name = r.backends[2].name;
+  EXPECT_TRUE(bisect_backends(rec).empty());
+  EXPECT_TRUE(has(bisect_backends(edited),
+                  name + ": operations: first difference from the "
+                         "reference operations at h1.proj"));
+  EXPECT_TRUE(has(bisect_records(rec, edited),
+                  name + ": operations: first difference at h1.proj"));
+  EXPECT_TRUE(compare_records(rec, rec).empty());
+  EXPECT_TRUE(has(compare_records(rec, edited),
+                  name + ": operations: first difference from the record's "
+                         "reference operations at h1.proj"));
+}
+
+// The CPU backend's observer (Gpt2Backend::set_observer, docs/verify.md
+// "Per-operation bisect between backends"): its operations, their digests
+// equal to the reference's, the unobserved bits, and a one-ulp change given
+// to the CPU backend alone named at its operation.
+const std::vector<std::string> kCpuShown = {
+    "ln1", "qkv", "att_out", "proj", "res1", "ln2", "gelu", "mlp_out", "res2"};
+
+std::vector<std::string> CpuShownNames(int n_layer) {
+  std::vector<std::string> out{"embed"};
+  for (int l = 0; l < n_layer; ++l) {
+    for (const std::string& op : kCpuShown) {
+      std::string name = "h";
+      name += std::to_string(l);
+      name += '.';
+      name += op;
+      out.push_back(name);
+    }
+  }
+  out.push_back("ln_f");
+  out.push_back("logits");
+  return out;
+}
+
+TEST(VerifyBackendOps, CpuObserverMatchesTheReferenceAndNamesAChange) {
+  const ls_gpt2_config c = kSmall;
+  const std::vector<float> w = random_gpt2_weights(c, 3);
+  std::vector<VerifyContext> ctx = SmallContexts(c);
+  // One position: observed, it goes through the full pass as well.
+  ctx.push_back({RandomTokens(c, 1, 7), "random"});
+  const auto ref = reference_op_hashes(c, w.data(), w.size(), ctx);
+  const std::vector<std::string> want_names = CpuShownNames(c.n_layer);
+  for (const char* name : {"cpu-generic", "cpu"}) {
+    for (int threads : {1, 2}) {
+      auto b = make_gpt2_backend(name, c, w.data(), w.size(), threads, 0);
+      const auto ops = backend_op_hashes(*b, c, ctx);
+      ASSERT_EQ(ops.size(), want_names.size()) << b->name();
+      for (size_t i = 0; i < ops.size(); ++i) {
+        EXPECT_EQ(ops[i].name, want_names[i]) << b->name();
+      }
+      EXPECT_FALSE(first_shared_difference(ops, ref))
+          << b->name() << ": " << *first_shared_difference(ops, ref);
+      // The observer is off again, and observed or not the bits are the
+      // same (every position's logits and the cache).
+      const size_t row = ls_gpt2_cache_row_floats(&c);
+      const size_t V = size_t(c.n_vocab);
+      for (const VerifyContext& x : {ctx[2], ctx[4]}) {
+        const size_t n = x.tokens.size();
+        std::vector<float> c0(n * row), c1(n * row), l0(n * V), l1(n * V);
+        ASSERT_EQ(b->prefill(c0.data(), c0.size(), 0, x.tokens.data(), int(n),
+                             0, true, l0.data()),
+                  LS_OK);
+        int calls = 0;
+        const ls_gpt2_observer count = [](void* u, int, ls_gpt2_tap, int, int,
+                                          const float*,
+                                          size_t) { ++*static_cast<int*>(u); };
+        ASSERT_TRUE(b->set_observer(count, &calls));
+        ASSERT_EQ(b->prefill(c1.data(), c1.size(), 0, x.tokens.data(), int(n),
+                             0, true, l1.data()),
+                  LS_OK);
+        b->set_observer(nullptr, nullptr);
+        EXPECT_EQ(calls, int(n) * int(want_names.size())) << b->name();
+        EXPECT_TRUE(BytesEqual(l0, l1)) << b->name() << " n " << n;
+        EXPECT_TRUE(BytesEqual(c0, c1)) << b->name() << " n " << n;
+      }
+    }
+  }
+  // The reference backend shows none.
+  auto r = make_gpt2_backend("reference", c, w.data(), w.size(), 1, 0);
+  EXPECT_TRUE(backend_op_hashes(*r, c, ctx).empty());
+  // One ulp given to the CPU backend's weights only: named at the first
+  // operation it shows that the change reaches (c_fc's bias: gelu, as the
+  // CPU backend does not store c_fc before its GELU).
+  const ls_gpt2_block b1 = ls_gpt2_block_offsets(&c, 1);
+  const ls_gpt2_block b2 = ls_gpt2_block_offsets(&c, 2);
+  struct Case {
+    size_t index;
+    const char* want;
+  };
+  for (const Case& k :
+       {Case{b1.proj_b, "h1.proj"}, Case{b1.fc_b + 3, "h1.gelu"},
+        Case{b2.ln1_g + 7, "h2.ln1"}, Case{b2.attn_b + 5, "h2.qkv"},
+        Case{ls_gpt2_lnf_offset(&c) + 1, "ln_f"}}) {
+    const std::vector<float> w2 = Nudged(w, k.index);
+    auto b = make_gpt2_backend("cpu", c, w2.data(), w2.size(), 2, 0);
+    const auto got =
+        first_shared_difference(backend_op_hashes(*b, c, ctx), ref);
+    ASSERT_TRUE(got) << k.want;
+    EXPECT_EQ(*got, k.want);
+  }
 }
 
 // int8: n_embd a multiple of 64.
@@ -406,6 +535,22 @@ TEST(VerifyQ8, OperationDigestsFollowTheInt8PassAndBisect) {
     EXPECT_EQ(*got, k.want);
   }
   EXPECT_THROW(reference_q8_op_hashes(c, q.data(), q.size() - 64, ctx), Error);
+}
+
+// The CPU backend on int8 weights shows the same operations, with the
+// int8 reference's digests.
+TEST(VerifyQ8, CpuInt8ObserverMatchesTheInt8Reference) {
+  const ls_gpt2_config c = kSmallQ8;
+  const std::vector<float> f32 = random_gpt2_weights(c, 21);
+  const std::vector<uint8_t> q = quantize_gpt2_q8(c, f32.data());
+  const auto ctx = SmallContexts(c);
+  const auto ref = reference_q8_op_hashes(c, q.data(), q.size(), ctx);
+  for (const char* name : {"cpu-generic", "cpu"}) {
+    auto b = make_gpt2_q8_backend(name, c, q.data(), q.size(), 2, 0);
+    const auto ops = backend_op_hashes(*b, c, ctx);
+    ASSERT_EQ(ops.size(), CpuShownNames(c.n_layer).size()) << b->name();
+    EXPECT_FALSE(first_shared_difference(ops, ref)) << b->name();
+  }
 }
 
 TEST(VerifyQ8, HfFixtureInt8ReferenceAndCpuInt8Agree) {

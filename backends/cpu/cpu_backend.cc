@@ -198,6 +198,13 @@ class CpuBackend final : public Gpt2Backend {
   }
   size_t extra_memory_bytes() const override { return allocation_bytes(lay_); }
 
+  // The full pass's tensors as they stand after its barriers (observe).
+  bool set_observer(ls_gpt2_observer observer, void* user) override {
+    obs_ = observer;
+    obs_user_ = user;
+    return true;
+  }
+
   ls_status step(float* cache, size_t cache_capacity, size_t cache_len,
                  int32_t token, int32_t position, float* logits) override {
     // The checks and their order of ls_gpt2_step.
@@ -231,7 +238,9 @@ class CpuBackend final : public Gpt2Backend {
     }
     if (n > positions_) return LS_ERR_SCRATCH;
     // One position is the cached step (the same operations either way).
-    Pass p{tokens, n, position, cache, logits, n > 1 && all_positions};
+    // Observed, one position goes through the full pass too (observe).
+    const bool all = (n > 1 || obs_) && all_positions;
+    Pass p{tokens, n, position, cache, logits, all};
     return run(p);
   }
 
@@ -281,7 +290,7 @@ class CpuBackend final : public Gpt2Backend {
       counters_[size_t(i)].store(0, std::memory_order_relaxed);
     }
     auto job = [this, &p](int m, int members) {
-      if (p.cache && p.n == 1) {
+      if (p.cache && p.n == 1 && !obs_) {
         step_pass(p, m);
       } else {
         full_pass(p, m, members);
@@ -361,6 +370,23 @@ class CpuBackend final : public Gpt2Backend {
     ls_layernorm32(x, lnf_g_, lnf_b_, C, h);
   }
 
+  // With an observer (set_observer): member 0 hands it the n rows of
+  // `width` floats at `rows` (one call per position), then every member
+  // meets at a barrier, so nothing is overwritten while it reads. Called by
+  // every member at the same points of the full pass, right after one of
+  // its barriers, where the tensor is whole. Without one: nothing.
+  void observe(int m, const Pass& p, int layer, ls_gpt2_tap tap,
+               const float* rows, size_t width) {
+    if (!obs_) return;
+    if (m == 0) {
+      for (int t = 0; t < p.n; ++t) {
+        obs_(obs_user_, layer, tap, p.first + t, -1, rows + size_t(t) * width,
+             width);
+      }
+    }
+    pool_.barrier();
+  }
+
   // The full pass over n positions, layer by layer (the full-prefix pass,
   // and the prefill, which also appends keys and values to the cache and
   // attends to it). LayerNorm and the residuals are split by positions (a
@@ -385,22 +411,33 @@ class CpuBackend final : public Gpt2Backend {
         ls_layernorm32(x, b.ln1_g, b.ln1_b, C, Hn + size_t(t) * Cs);
       }
       pool_.barrier();
+      // X: the embedding, or the previous layer's second residual.
+      observe(m, p, l - 1, l == 0 ? LS_TAP_EMBED : LS_TAP_RES2, X, Cs);
+      observe(m, p, l, LS_TAP_LN1, Hn, Cs);
       project(l, kAttnIn, Hn, Cs, n, QKV, 3 * Cs, m);
       pool_.barrier();
+      observe(m, p, l, LS_TAP_QKV, QKV, 3 * Cs);
       attention(p, l, m);
       pool_.barrier();
+      observe(m, p, l, LS_TAP_ATT_OUT, A, Cs);
       project(l, kProj, A, Cs, n, Y, Cs, m);
       pool_.barrier();
+      observe(m, p, l, LS_TAP_PROJ, Y, Cs);
       for (int t = pos.begin; t < pos.end; ++t) {
         float* x = X + size_t(t) * Cs;
         residual(x, Y + size_t(t) * Cs, C);
         ls_layernorm32(x, b.ln2_g, b.ln2_b, C, Hn + size_t(t) * Cs);
       }
       pool_.barrier();
+      observe(m, p, l, LS_TAP_RES1, X, Cs);
+      observe(m, p, l, LS_TAP_LN2, Hn, Cs);
       project(l, kFc, Hn, Cs, n, F, 4 * Cs, m);
       pool_.barrier();
+      // c_fc's GELU is applied in the product (F holds GELU(fc)).
+      observe(m, p, l, LS_TAP_GELU, F, 4 * Cs);
       project(l, kOut, F, 4 * Cs, n, Y, Cs, m);
       pool_.barrier();
+      observe(m, p, l, LS_TAP_MLP_OUT, Y, Cs);
     }
     if (p.all) {
       // Every position's second residual and ln_f, into Hn (split by
@@ -627,6 +664,11 @@ class CpuBackend final : public Gpt2Backend {
     const ls_gpt2_config& c = c_;
     pool_.barrier();
     const size_t V = size_t(c.n_vocab);
+    // full_pass left the last layer's second residual in X and ln_f in Hn.
+    observe(m, p, c.n_layer - 1, LS_TAP_RES2, buf_.data() + lay_.x,
+            size_t(c.n_embd));
+    observe(m, p, c.n_layer, LS_TAP_LNF, buf_.data() + lay_.h,
+            size_t(c.n_embd));
     std::atomic<int>& next = counters_[size_t(kPerLayer * c.n_layer)];
     if (q8_) {
       q8_product(next, q8_, nullptr, c.n_embd, c.n_vocab, buf_.data() + lay_.h,
@@ -636,6 +678,7 @@ class CpuBackend final : public Gpt2Backend {
              nullptr, c.n_embd, c.n_vocab, p.logits, V, false);
     }
     pool_.barrier();
+    observe(m, p, c.n_layer, LS_TAP_LOGITS, p.logits, V);
     const Range r = share(p.n, m, pool_.size());
     bool nonfinite = false;
     for (size_t i = size_t(r.begin) * V; i < size_t(r.end) * V; ++i) {
@@ -1008,6 +1051,8 @@ class CpuBackend final : public Gpt2Backend {
   // Split K: per panel, the block groups finished in the current product.
   std::unique_ptr<std::atomic<int>[]> panel_done_;
   std::atomic<bool> nonfinite_{false};  // a non-finite logit in this pass
+  ls_gpt2_observer obs_ = nullptr;      // set_observer
+  void* obs_user_ = nullptr;
   HugeFloats buf_;
 };
 
