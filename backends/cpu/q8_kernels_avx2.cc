@@ -1,4 +1,6 @@
-// The AVX2 int8 table (also the one of AVX-512 machines without VNNI).
+// The AVX2 int8 table (also the one of AVX-512 machines without VNNI and
+// AVX-VNNI, and of AVX2 machines without AVX-VNNI; the avx2 ISA takes the
+// AVX-VNNI table where CPUID has it: q8_kernels_avxvnni.cc).
 // Compiled with -mavx2 only (backends/CMakeLists.txt): no FMA can be
 // emitted.
 //
