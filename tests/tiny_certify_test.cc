@@ -429,6 +429,19 @@ TEST(TinyCertify, BatchedSweepEqualsScalarPath) {
   EXPECT_EQ(a.prefix[2].inputs, 512u);
   EXPECT_GE(a.max_all, a.max_bound);
   EXPECT_GE(a.max_all, a.prefix[2].max_bound);
+  // The full sweep's worst input (docs/certify-tiny.md, 2026-12-02): the
+  // recorded bound (JSON's shortest decimal: the same binary64), batched
+  // and scalar, above MPFR's observed error there.
+  const std::array<int32_t, 3> worst_pre = {81, 108, 118};
+  std::array<double, 256> wb{};
+  sweep.batch_bounds(3, worst_pre.data(), wb.data());
+  EXPECT_EQ(wb[108], 9.596165147245364e-10);
+  EXPECT_EQ(sweep.input_bound({81, 108, 118, 108}), wb[108]);
+  const double worst_observed =
+      check_certificate(4, m.weights, 10.0, {81, 108, 118, 108});
+  EXPECT_LE(worst_observed, wb[108]);
+  std::printf("tiny4 81,108,118,108: observed %.3e, sweep bound %.3e\n",
+              worst_observed, wb[108]);
   const tc::Tiny4Sweep::Result z = sweep.run(0, 1, 1, 0, 1);  // unit (0, 0)
   EXPECT_EQ(z.prefix[0].inputs, 256u);
   EXPECT_EQ(z.prefix[1].inputs, 256u);
