@@ -75,9 +75,6 @@ LS_INLINE Iv divp(Iv a, Iv b) {
 LS_INLINE Iv sqrtp(Iv a) {  // a.lo >= 0; IEEE sqrt is correctly rounded
   return {dn(std::sqrt(a.lo)), up(std::sqrt(a.hi))};
 }
-LS_INLINE Iv hull(Iv a, Iv b) {
-  return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
-}
 LS_INLINE double mag(Iv a) { return std::max(-a.lo, a.hi); }
 
 // Real constants: eps = 10^-5, sqrt(2), sqrt(2/pi), 0.044715. Each binary64
@@ -752,7 +749,7 @@ LS_INLINE V upv(V x) {
   const V y = x + bc(0.0);
   const VI step = (y < bc(0.0)) | bci(1);  // -1 where y < 0, else 1
   const V r = from_bits(bits(y) + step);
-  return (x == bc(kInf)) | (x != x) ? x : r;
+  return ((x == bc(kInf)) | (x != x)) ? x : r;
 }
 LS_INLINE V dnv(V x) { return -upv(-x); }
 
