@@ -311,15 +311,26 @@ void ls_softmax64(const double* s, int n, double* p) {
   for (int j = 0; j < n; ++j) p[j] = p[j] / sum;
 }
 
+/* Cell (j, d) of ls_weighted_sum64's strided v. A predicate of j and d, so
+ * that the provers instantiate the precondition at the access by matching
+ * ls_cell_rd(v, stride, j, d) itself: stated on the product j * stride, the
+ * quantifier was not instantiated (the factors are ordered differently in
+ * the hypothesis and in the goal). */
+/*@ predicate ls_cell_rd{L}(double* v, integer stride, integer j,
+                            integer d) = \valid_read(v + (j * stride + d));
+    predicate ls_cell_sep{L}(double* out, integer w, double* v,
+                             integer stride, integer j, integer d) =
+      \separated(out + (0 .. w - 1), v + (j * stride + d));
+*/
 /*@ requires \valid_read(p + (0 .. n - 1));
     requires \forall integer j, d; 0 <= j < n && 0 <= d < w ==>
-      \valid_read(v + (j * stride + d));
+      ls_cell_rd((double*)v, stride, j, d);
     requires \valid(out + (0 .. w - 1));
     assigns out[0 .. w - 1];
     behavior order:
       assumes \separated(out + (0 .. w - 1), p + (0 .. n - 1));
       assumes \forall integer j, d; 0 <= j < n && 0 <= d < w ==>
-        \separated(out + (0 .. w - 1), v + (j * stride + d));
+        ls_cell_sep(out, w, (double*)v, stride, j, d);
       ensures \forall integer d; 0 <= d < w ==>
         ls_same64(out[d], ls_seq_dot64{Pre}((double*)p, (double*)v + d,
                                             stride, 0, n));
@@ -341,8 +352,22 @@ void ls_weighted_sum64(const double* p, const double* v, int n, int stride,
         loop assigns j, acc;
         loop variant n - j;
     */
-    for (int j = 0; j < n; ++j) /*@ assert \valid_read(v + (j * stride + d)); */
+    for (int j = 0; j < n; ++j) {
+      /*@ assert ls_cell_rd((double*)v, stride, j, d); */
+      /*@ for order: assert ls_cell_sep(out, w, (double*)v, stride, j, d); */
+      /*@ for order: assert \let k = j; \let c = j * stride + d;
+            ls_same64(p[k], \at(p[k], Pre)) &&
+            ls_same64(v[c], \at(v[c], Pre)); */
+      /*@ for order: assert \let k = j; \let c = j * stride + d;
+            ls_same64(
+              ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride, 0, k + 1),
+              ls_add64(ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride,
+                                         0, k),
+                       ls_mul64(\at(p[k], Pre), \at(v[c], Pre)))); */
       acc = acc + p[j] * v[(long)j * stride + d];
+    }
+    /*@ for order: assert ls_same64(acc,
+          ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride, 0, n)); */
     out[d] = acc;
   }
 }
