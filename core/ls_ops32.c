@@ -220,7 +220,7 @@ void ls_matmul32(const float* x, int n, const float* w, const float* b,
 */
 void ls_matvec32_finish(const float* partial, const float* b, int blocks,
                         int n_out, int o0, float* y) {
-  /*@ loop invariant o0 <= n_out ==> o0 <= o <= n_out;
+  /*@ loop invariant o0 <= o && (o0 <= n_out ==> o <= n_out);
       loop invariant \valid(y + (o0 .. n_out - 1));
       loop invariant \valid_read(partial + (0 .. blocks * n_out - 1));
       loop invariant b == \null || \valid_read(b + (0 .. n_out - 1));
