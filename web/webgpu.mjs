@@ -288,6 +288,26 @@ async function readBack(device, src, bytes) {
 
 // The adapter and device (with the adapter's largest storage-buffer
 // limits), or { error } when this browser has no WebGPU.
+
+// One self-test row's verdict, the binary32 and int8 kernels alike: a row
+// that can meet a subnormal passes when the guard refuses it (whatever the
+// GPU gave); any other row passes when every output equals IEEE's bits and
+// the guard lets it through.
+function selfTestVerdict(yu, wu, sub, free) {
+  let diff = -1;
+  for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
+  const h = (v) => '0x' + v.toString(16).padStart(8, '0');
+  if (sub) {
+    return { ok: !free,
+             got: (diff < 0 ? 'the GPU gives IEEE\'s bits'
+                 : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
+                 (free ? '; NOT refused by the guard' : '; the guard refuses it') };
+  }
+  return { ok: diff < 0 && free,
+           got: diff < 0 ? `${yu.length} outputs equal`
+               : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}` };
+}
+
 export async function openGpu() {
   if (typeof navigator === 'undefined' || !navigator.gpu) {
     return { error: 'this browser has no WebGPU (navigator.gpu is missing)' };
@@ -487,21 +507,8 @@ export async function kernelSelfTest(device) {
       device.queue.submit([enc.finish()]);
       const y = new Float32Array((await readBack(device, by, c.n * c.N * 4))
                                      .buffer);
-      const yu = new Uint32Array(y.buffer), wu = new Uint32Array(want.buffer);
-      let diff = -1;
-      for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
-      const h = (v) => '0x' + v.toString(16).padStart(8, '0');
-      let ok, got;
-      if (c.sub) {
-        ok = !free;
-        got = (diff < 0 ? 'the GPU gives IEEE\'s bits'
-            : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
-            (free ? '; NOT refused by the guard' : '; the guard refuses it');
-      } else {
-        ok = diff < 0 && free;
-        got = diff < 0 ? `${yu.length} outputs equal`
-            : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
-      }
+      const wu = new Uint32Array(want.buffer);
+      const { ok, got } = selfTestVerdict(new Uint32Array(y.buffer), wu, c.sub, free);
       const form = key === 's' ? 'vec4, block-split' : V === 4 ? 'vec4' : 'f32';
       rows.push({ name: `kernel (${form}): ${c.name}`, ok, got,
                   want: c.sub ? 'refused by the guard (WebAssembly computes it)'
@@ -1043,21 +1050,7 @@ export async function q8KernelSelfTest(device, builtinDot) {
       const out = new Uint8Array(c.n * c.N * 4);
       await runner.run(bind, new Uint8Array(qx.buffer), sx, c.n, c.K, c.N,
                        padded.nout, !!b, out, form);
-      const yu = new Uint32Array(out.buffer);
-      let diff = -1;
-      for (let i = 0; i < yu.length; ++i) if (yu[i] !== wu[i]) { diff = i; break; }
-      const h = (v) => '0x' + v.toString(16).padStart(8, '0');
-      let ok, got;
-      if (c.sub) {
-        ok = !free;
-        got = (diff < 0 ? 'the GPU gives IEEE\'s bits'
-            : `the GPU gives ${h(yu[diff])}, IEEE ${h(wu[diff])}`) +
-            (free ? '; NOT refused by the guard' : '; the guard refuses it');
-      } else {
-        ok = diff < 0 && free;
-        got = diff < 0 ? `${yu.length} outputs equal`
-            : `output ${diff}: ${h(yu[diff])} vs ${h(wu[diff])}`;
-      }
+      const { ok, got } = selfTestVerdict(new Uint32Array(out.buffer), wu, c.sub, free);
       rows.push({ name: `kernel (int8, ${dotName}${form === 'split' ? ', split' : ''}): ${c.name}`,
                   ok, got,
                   want: c.sub ? 'refused by the guard (WebAssembly computes it)'
