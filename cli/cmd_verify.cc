@@ -23,6 +23,7 @@
 #include "hosts/native/wasm_host.h"
 #include "lib/verify.h"
 #include "lib/verify_bundle.h"
+#include "lib/verify_tiny.h"
 #include "lockstep/error.h"
 #include "lockstep/paths.h"
 #include "tokenizer/bpe.h"
@@ -40,6 +41,9 @@ struct VerifyArgs {
   std::string bundle, against;
   bool bisect = false, quiet = false;
   std::string command;
+  // Given on the command line (the tiny models take --bound and refuse
+  // --threads and --quant).
+  bool threads_given = false, quant_given = false, bound_given = false;
 };
 
 std::vector<std::string> split_list(const std::string& s, const char* what) {
@@ -130,16 +134,184 @@ std::string temp_packed_path(const char* what) {
   return (fs::temp_directory_path() / name).string();
 }
 
+bool record_is_tiny(const nlohmann::json& rec) {
+  return rec.at("model").value("kind", "gpt2") == "tiny";
+}
+
+// Prints the lines both kinds share after the run: bisect, the bundle,
+// --against. Returns the status.
+int finish(const VerifyArgs& a, bool pass, const nlohmann::json& before,
+           const nlohmann::json& record) {
+  if (a.bisect) {
+    const std::vector<std::string> lines = bisect_backends(record);
+    for (const auto& l : lines)
+      std::printf("  bisect                %s\n", l.c_str());
+    if (lines.empty())
+      std::printf("  bisect                every backend's digests agree\n");
+  }
+  if (!a.bundle.empty()) {
+    write_verify_bundle(a.bundle, record);
+    std::printf(
+        "  bundle                %s (record.json, report.md, steps.svg)\n",
+        a.bundle.c_str());
+  }
+  int rc = pass ? 0 : 1;
+  if (!a.against.empty()) {
+    const std::vector<std::string> diffs = compare_records(before, record);
+    if (diffs.empty()) {
+      std::printf("  against               %s: every digest agrees\n",
+                  a.against.c_str());
+    } else {
+      for (const auto& d : diffs) {
+        std::printf("  against               DIFFERS: %s\n", d.c_str());
+      }
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
+// The tiny binary64 models (docs/verify.md "Tiny models"): the native
+// core's checked entry and the WebAssembly module's at every prefix, the
+// every-position pass, operation digests, the same record and checks.
+int run_tiny(VerifyArgs& a) {
+  if (a.quant_given && a.options.quant != "none") {
+    throw Error("--quant " + a.options.quant +
+                ": the tiny models are binary64 and have no int8 form "
+                "(--quant is for GPT-2 models)");
+  }
+  if (a.threads_given) {
+    throw Error(
+        "--threads: the tiny models have no multi-threaded backend (the "
+        "reference and wasm run one thread); leave --threads out");
+  }
+  const TinyModel m = load_tiny(a.model.path());
+  nlohmann::json before;
+  if (!a.against.empty()) {
+    before = read_verify_record(a.against);
+    if (!record_is_tiny(before)) {
+      throw Error("--against '" + a.against +
+                  "': the record is of a GPT-2 model, --model '" +
+                  a.model.label() + "' is a tiny model");
+    }
+    const VerifyOptions o = options_from_record(before);
+    a.options.contexts = o.contexts;
+    a.options.min_length = o.min_length;
+    a.options.max_length = o.max_length;
+    a.options.seed = o.seed;
+    a.options.completion_tokens = o.completion_tokens;
+    a.options.op_hashes = o.op_hashes;
+    if (a.bound_given && a.options.bound != o.bound) {
+      throw Error("--bound " + std::to_string(a.options.bound) +
+                  ": the record was made with bound " +
+                  std::to_string(o.bound) + " (leave --bound out)");
+    }
+    a.options.bound = o.bound;
+  }
+  a.options.quant = "none";
+  a.options.threads = {1};
+  std::vector<std::string> names;
+  if (a.backends.empty()) {
+    names = {"reference"};
+    if (wasm_available()) names.push_back("wasm");
+  } else {
+    names = split_list(a.backends, "--backends");
+    const auto& known = tiny_verify_backend_names();
+    for (const std::string& n : names) {
+      if (std::find(known.begin(), known.end(), n) == known.end()) {
+        throw Error("--backends: '" + n +
+                    "' does not run the tiny models: they run on the "
+                    "binary64 core (reference) and in the WebAssembly "
+                    "module (wasm)");
+      }
+      if (n == "wasm" && !wasm_available()) {
+        throw Error(
+            "--backends wasm: this build has no WebAssembly module or "
+            "node is not on PATH (docs/wasm.md)");
+      }
+    }
+  }
+  a.options.backends = names;
+  const bool uses_wasm =
+      std::find(names.begin(), names.end(), "wasm") != names.end();
+
+  const std::string text_path = data_dir() + "/tinyshakespeare.txt";
+  const std::vector<VerifyContext> contexts =
+      make_tiny_verify_contexts(m.n_ctx, read_all_bytes(text_path), a.options);
+  std::unique_ptr<ProgressBar> bar;
+  const VerifyProgress progress = [&](long done, long total,
+                                      const std::string& status) {
+    if (a.quiet) return;
+    if (!bar) bar = std::make_unique<ProgressBar>("verify", total);
+    bar->update(done, status);
+  };
+  const VerifyResult r = run_verify_tiny(m, contexts, a.options, progress);
+  if (bar) bar->finish();
+
+  const bool pass = r.mismatches == 0;
+  std::string backends_run;
+  for (const auto& b : r.backends) {
+    backends_run += (backends_run.empty() ? "" : ", ") + b.name;
+  }
+  const int max_len = a.options.max_length > 0
+                          ? std::min(a.options.max_length, m.n_ctx)
+                          : m.n_ctx;
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%g", a.options.bound);
+  std::printf("lockstep verify: %s\n", pass ? "PASSED" : "FAILED");
+  std::printf(
+      "  model                 %s (tiny binary64, 1 layer, n_embd 4, n_ctx "
+      "%d; bound %s)\n",
+      a.model.label().c_str(), m.n_ctx, bound);
+  std::printf("  backends              %s\n", backends_run.c_str());
+  std::printf(
+      "  contexts              %d (%s positions; seed %llu; lengths "
+      "%d..%d; bytes)\n",
+      r.contexts, human(r.positions).c_str(),
+      (unsigned long long)a.options.seed,
+      std::clamp(a.options.min_length, 1, max_len), max_len);
+  std::printf(
+      "  paths                 checked entry at every prefix, every-position "
+      "pass%s\n",
+      a.options.op_hashes ? " (with operation digests)" : "");
+  std::printf("  logits compared       %s\n", human(r.logits_compared).c_str());
+  std::printf(
+      "  cache words compared  0 (the tiny models keep no cache: no cached "
+      "step or prefill)\n");
+  std::printf("  mismatches            %s\n", human(r.mismatches).c_str());
+  if (r.first) {
+    std::printf("  first mismatch        %s\n", r.first->describe().c_str());
+  }
+
+  VerifyProvenance p;
+  p.command = a.command;
+  p.model = a.model.label();
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  p.files.push_back({"lockstep binary", ec ? "/proc/self/exe" : exe.string()});
+  if (uses_wasm) p.files.push_back({"wasm module", wasm_module_path()});
+  p.files.push_back({"weights", a.model.path()});
+  p.files.push_back({"tinyshakespeare.txt", text_path});
+  const nlohmann::json record = verify_tiny_record(r, a.options, m, p);
+  return finish(a, pass, before, record);
+}
+
 int run(VerifyArgs& a) {
   const auto random = random_model(a.model.model);
-  if (!random && a.model.kind() != ModelKind::kGpt2) {
+  if (!random && a.model.kind() == ModelKind::kTiny) return run_tiny(a);
+  if (a.bound_given) {
     throw Error(
-        "lockstep verify is for GPT-2 models (an HF folder or a packed "
-        "file); the tiny models have one backend and their own tests");
+        "--bound: the weight bound is the tiny models' (a GPT-2 model has "
+        "none)");
   }
   nlohmann::json before;
   if (!a.against.empty()) {
     before = read_verify_record(a.against);
+    if (record_is_tiny(before)) {
+      throw Error("--against '" + a.against +
+                  "': the record is of a tiny model, --model '" +
+                  a.model.label() + "' is a GPT-2 model");
+    }
     const VerifyOptions o = options_from_record(before);
     a.options.contexts = o.contexts;
     a.options.min_length = o.min_length;
@@ -330,33 +502,7 @@ int run(VerifyArgs& a) {
   if (!temp.path.empty()) {
     record["model"]["format"] = given_format + " (run from a packed copy)";
   }
-  if (a.bisect) {
-    const std::vector<std::string> lines = bisect_backends(record);
-    for (const auto& l : lines)
-      std::printf("  bisect                %s\n", l.c_str());
-    if (lines.empty())
-      std::printf("  bisect                every backend's digests agree\n");
-  }
-  if (!a.bundle.empty()) {
-    write_verify_bundle(a.bundle, record);
-    std::printf(
-        "  bundle                %s (record.json, report.md, steps.svg)\n",
-        a.bundle.c_str());
-  }
-  int rc = pass ? 0 : 1;
-  if (!a.against.empty()) {
-    const std::vector<std::string> diffs = compare_records(before, record);
-    if (diffs.empty()) {
-      std::printf("  against               %s: every digest agrees\n",
-                  a.against.c_str());
-    } else {
-      for (const auto& d : diffs) {
-        std::printf("  against               DIFFERS: %s\n", d.c_str());
-      }
-      rc = 1;
-    }
-  }
-  return rc;
+  return finish(a, pass, before, record);
 }
 
 int run_bisect(const std::vector<std::string>& bundles) {
@@ -408,19 +554,29 @@ Action add_verify(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--backends", a->backends,
                  "comma-separated: reference, cpu, cpu-avx512, cpu-avx2, "
-                 "cpu-generic, wasm; default: every one this machine and "
-                 "build can run");
-  app.add_option("--threads", a->threads,
-                 "comma-separated thread counts for each cpu backend (0: all "
-                 "cores); every count is run")
-      ->capture_default_str();
-  app.add_option("--quant", a->options.quant,
-                 "none, or int8: quantize a binary32 model (folder, file or "
-                 "random:SIZE:SEED) to a temporary int8 file first, as "
-                 "`lockstep convert --quant int8` does, and verify that "
-                 "(an int8 file is verified as it is, without --quant)")
-      ->check(CLI::IsMember({"none", "int8"}))
-      ->capture_default_str();
+                 "cpu-generic, wasm (tiny models: reference, wasm); "
+                 "default: every one this machine and build can run");
+  auto* threads =
+      app.add_option("--threads", a->threads,
+                     "comma-separated thread counts for each cpu backend (0: "
+                     "all cores); every count is run (GPT-2 only)")
+          ->capture_default_str();
+  auto* quant =
+      app.add_option(
+             "--quant", a->options.quant,
+             "none, or int8: quantize a binary32 model (folder, file or "
+             "random:SIZE:SEED) to a temporary int8 file first, as "
+             "`lockstep convert --quant int8` does, and verify that "
+             "(an int8 file is verified as it is, without --quant)")
+          ->check(CLI::IsMember({"none", "int8"}))
+          ->capture_default_str();
+  auto* bound =
+      app.add_option("--bound,-B", a->options.bound,
+                     "tiny models: the checked entry's weight bound B (every "
+                     "weight clipped to [-B, B]), as `generate --bound`")
+          ->check(number_in(0.0, 10.0,
+                            "weight bound B must be a number in [0, 10]"))
+          ->capture_default_str();
   app.add_option("--completion-tokens", a->options.completion_tokens,
                  "greedy tokens per completion prompt")
       ->check(CLI::Range(0, 4096))
@@ -450,11 +606,17 @@ Action add_verify(CLI::App& app) {
       "  lockstep verify --model gpt2-int8.lockstep --contexts 4 "
       "--max-length 64\n"
       "  lockstep verify --model random:124M:1 --quant int8 --contexts 2\n"
+      "  lockstep verify --model tiny128 --bundle ev-tiny128\n"
+      "    (a tiny binary64 model: the checked entry natively and in wasm at\n"
+      "    every prefix, and the every-position pass; docs/verify.md)\n"
       "  lockstep verify --model random:124M:1 --contexts 2 --max-length 16\n"
       "    (a seeded random full-size GPT-2, generated on the fly: SIZE "
       "124M,\n    355M, 774M or 1558M)");
-  return [a]() {
+  return [a, threads, quant, bound]() {
     a->command = joined_args();
+    a->threads_given = threads->count() > 0;
+    a->quant_given = quant->count() > 0;
+    a->bound_given = bound->count() > 0;
     return run(*a);
   };
 }

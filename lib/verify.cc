@@ -19,49 +19,12 @@
 namespace lockstep {
 namespace {
 
-// splitmix64: a seeded stream that is the same on every machine (the
-// standard library's distributions are not).
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [lo, hi] (the tiny modulo bias does not matter here).
-  int64_t in(int64_t lo, int64_t hi) {
-    return lo + int64_t(next() % uint64_t(hi - lo + 1));
-  }
-};
+using Rng = VerifyRng;
 
 uint32_t bits_of(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
-}
-
-// /proc/self/status fields in bytes (0 where unavailable).
-uint64_t proc_status_bytes(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) {
-      return uint64_t(
-                 std::strtoull(line.c_str() + std::strlen(key), nullptr, 10)) *
-             1024;
-    }
-  }
-  return 0;
-}
-
-// Resets the peak resident size (VmHWM) so that each backend's peak is its
-// own; Linux >= 4.0. Ignored where not permitted.
-void reset_peak_rss() {
-  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
-    std::fputs("5", f);
-    std::fclose(f);
-  }
 }
 
 constexpr ls_gpt2_tap kLayerTaps[] = {
@@ -174,6 +137,27 @@ std::vector<Completion> complete(cli::Gpt2Runner& r, const Tokenizer& tok,
 
 }  // namespace
 
+uint64_t verify_proc_status_bytes(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      return uint64_t(
+                 std::strtoull(line.c_str() + std::strlen(key), nullptr, 10)) *
+             1024;
+    }
+  }
+  return 0;
+}
+
+// Linux >= 4.0; ignored where not permitted.
+void verify_reset_peak_rss() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+}
+
 std::string gpt2_op_name(int layer, ls_gpt2_tap tap) {
   if (tap == LS_TAP_EMBED || tap == LS_TAP_LNF || tap == LS_TAP_LOGITS) {
     return gpt2_tap_name(tap);
@@ -210,7 +194,7 @@ void VerifyComparer::cache(const std::vector<uint8_t>& a,
     if (!r_.first) {
       VerifyMismatch m;
       m.what = "cache length", m.a = la, m.b = lb, m.context = ci;
-      m.index = long(a.size() / 4), m.bits_b = uint32_t(b.size() / 4);
+      m.index = long(a.size() / 4), m.bits_b = uint64_t(b.size() / 4);
       r_.first = m;
     }
     return;
@@ -275,16 +259,19 @@ const char* gpt2_tap_name(ls_gpt2_tap tap) {
 
 std::string VerifyMismatch::describe() const {
   char buf[512];
+  // A word in hex, 8 digits for binary32 and 16 for binary64.
+  const int w = 2 * word_bytes;
+  const unsigned long long ua = bits_a, ub = bits_b;
   if (what == "cache length") {
     std::snprintf(buf, sizeof buf,
-                  "context %d: cache of %s holds %ld words, of %s %u", context,
-                  a.c_str(), index, b.c_str(), bits_b);
+                  "context %d: cache of %s holds %ld words, of %s %llu",
+                  context, a.c_str(), index, b.c_str(), ub);
   } else if (what == "cache") {
     std::snprintf(buf, sizeof buf,
-                  "context %d, position %d, layer %d, %s[%ld]: %s 0x%08x, "
-                  "%s 0x%08x",
-                  context, position, layer, part.c_str(), index, a.c_str(),
-                  bits_a, b.c_str(), bits_b);
+                  "context %d, position %d, layer %d, %s[%ld]: %s 0x%0*llx, "
+                  "%s 0x%0*llx",
+                  context, position, layer, part.c_str(), index, a.c_str(), w,
+                  ua, b.c_str(), w, ub);
   } else if (what == "completion") {
     std::snprintf(buf, sizeof buf,
                   "completion %d: %s and %s generate different tokens", context,
@@ -301,10 +288,9 @@ std::string VerifyMismatch::describe() const {
                   b.c_str(), a.c_str());
   } else {
     std::snprintf(buf, sizeof buf,
-                  "context %d, position %d, logit of token %ld: %s 0x%08x, "
-                  "%s 0x%08x",
-                  context, position, index, a.c_str(), bits_a, b.c_str(),
-                  bits_b);
+                  "context %d, position %d, logit of token %ld: %s 0x%0*llx, "
+                  "%s 0x%0*llx",
+                  context, position, index, a.c_str(), w, ua, b.c_str(), w, ub);
   }
   return buf;
 }
@@ -500,7 +486,7 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
   for (size_t bi = 0; bi < plan.size(); ++bi) {
     BackendRecord rec;
     rec.requested = plan[bi].name;
-    reset_peak_rss();
+    verify_reset_peak_rss();
     const auto t0 = std::chrono::steady_clock::now();
     cli::Gpt2Runner run(model_path, w, plan[bi].name, plan[bi].threads,
                         c.n_ctx);
@@ -513,7 +499,7 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
       const std::vector<int32_t>& tokens = contexts[ci].tokens;
       const size_t L = tokens.size();
       run_steps(run, tokens, V, steps, kv, ci == 0 ? &rec.step_ms : nullptr);
-      if (ci == 0) rec.warm_rss = proc_status_bytes("VmRSS:");
+      if (ci == 0) rec.warm_rss = verify_proc_status_bytes("VmRSS:");
       // The full-prefix pass: the last position's logits.
       const std::span<const float> full = run.infer(tokens);
       cmp.logits(steps.data() + (L - 1) * V, full.data(), 1, int(L - 1),
@@ -576,7 +562,7 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
     rec.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
-    rec.peak_rss = proc_status_bytes("VmHWM:");
+    rec.peak_rss = verify_proc_status_bytes("VmHWM:");
     if (WasmHost* h = run.wasm_host()) rec.module_bytes = h->memory()[0];
     rec.logits_sha256 = to_hex(logits_hash.finish());
     for (size_t l = 0; l < size_t(c.n_layer); ++l) {

@@ -38,6 +38,10 @@ struct VerifyOptions {
   // file first (lockstep verify --quant int8); recorded, and taken from
   // the record by --against.
   std::string quant = "none";
+  // Tiny models (lib/verify_tiny.h): the checked entry's weight bound B
+  // (every weight clipped to [-B, B], docs/models.md), as `generate
+  // --bound`.
+  double bound = 10.0;
 };
 
 // One prompt: its tokens and where they came from.
@@ -69,7 +73,8 @@ struct VerifyMismatch {
   int layer = -1;     // cache: the layer
   std::string part;   // cache: "k" or "v"
   long index = -1;    // logits: token id; cache: element in k or v
-  uint32_t bits_a = 0, bits_b = 0;
+  uint64_t bits_a = 0, bits_b = 0;
+  int word_bytes = 4;  // 4: binary32 words, 8: binary64 (the tiny models)
   std::string describe() const;
 };
 
@@ -168,6 +173,28 @@ std::vector<NamedHash> backend_op_hashes(
 // side shows fewer operations. nullopt when every shared one agrees.
 std::optional<std::string> first_shared_difference(
     const std::vector<NamedHash>& a, const std::vector<NamedHash>& b);
+
+// Helpers lib/verify_tiny.cc shares: a /proc/self/status field in bytes
+// (0 where unavailable), and a reset of the peak resident size (VmHWM) so
+// that each backend's peak is its own.
+uint64_t verify_proc_status_bytes(const char* key);
+void verify_reset_peak_rss();
+
+// splitmix64: a seeded stream that is the same on every machine (the
+// standard library's distributions are not).
+struct VerifyRng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [lo, hi] (the tiny modulo bias does not matter here).
+  int64_t in(int64_t lo, int64_t hi) {
+    return lo + int64_t(next() % uint64_t(hi - lo + 1));
+  }
+};
 
 // The tap names of core/ls_gpt2.h in pass order ("ln1", ..., "logits").
 const char* gpt2_tap_name(ls_gpt2_tap tap);

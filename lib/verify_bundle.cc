@@ -20,6 +20,10 @@
 #include "lockstep/error.h"
 #include "lockstep_build_info.h"
 
+extern "C" {
+#include "ls_tiny.h"
+}
+
 namespace lockstep {
 namespace {
 
@@ -155,8 +159,11 @@ std::string steps_svg(const json& rec) {
     << "<text x=\"" << left - 4 << "\" y=\"" << top + ph
     << "\" text-anchor=\"end\">0</text>"
     << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 8
-    << "\" text-anchor=\"middle\">position (cached step), " << xmax
-    << " steps</text>";
+    << "\" text-anchor=\"middle\">"
+    << (rec.at("model").value("kind", "gpt2") == "tiny"
+            ? "prefix length - 1 (checked entry), "
+            : "position (cached step), ")
+    << xmax << " steps</text>";
   int i = 0;
   for (const auto& b : rec.at("backends")) {
     const char* color = kColors[i % 8];
@@ -187,19 +194,32 @@ std::string report_md(const json& rec) {
     << rec.at("created").get<std::string>() << "\n\n";
   const json& m = rec.at("model");
   const json& c = m.at("config");
-  o << "Model `" << esc_md(m.at("given").get<std::string>()) << "` ("
-    << m.at("format").get<std::string>() << ", "
-    << m.at("layout").get<std::string>() << "): " << c.at("n_layer")
-    << " layers, n_embd " << c.at("n_embd") << ", " << c.at("n_head")
-    << " heads, n_ctx " << c.at("n_ctx") << ", vocabulary " << c.at("n_vocab");
-  if (m.value("quant", "f32") == "int8") {
-    o << "; int8 (q8g64) weights, payload SHA-256 `"
+  const bool tiny = m.value("kind", "gpt2") == "tiny";
+  if (tiny) {
+    o << "Model `" << esc_md(m.at("given").get<std::string>())
+      << "` (tiny byte-level GPT-2, binary64, docs/models.md): "
+      << c.at("n_layer") << " layer, n_embd " << c.at("n_embd") << ", "
+      << c.at("n_head") << " heads, feed-forward " << c.at("n_ff") << ", n_ctx "
+      << c.at("n_ctx") << ", vocabulary " << c.at("n_vocab")
+      << "; weights payload SHA-256 `"
       << m.at("payload_sha256").get<std::string>()
-      << "`, quantized from the binary32 weights of plain SHA-256 `"
-      << m.at("plain_sha256").get<std::string>() << "`.\n\n";
+      << "`, weight bound B = " << rec.at("settings").at("bound") << ".\n\n";
   } else {
-    o << "; weights (plain layout) SHA-256 `"
-      << m.at("plain_sha256").get<std::string>() << "`.\n\n";
+    o << "Model `" << esc_md(m.at("given").get<std::string>()) << "` ("
+      << m.at("format").get<std::string>() << ", "
+      << m.at("layout").get<std::string>() << "): " << c.at("n_layer")
+      << " layers, n_embd " << c.at("n_embd") << ", " << c.at("n_head")
+      << " heads, n_ctx " << c.at("n_ctx") << ", vocabulary "
+      << c.at("n_vocab");
+    if (m.value("quant", "f32") == "int8") {
+      o << "; int8 (q8g64) weights, payload SHA-256 `"
+        << m.at("payload_sha256").get<std::string>()
+        << "`, quantized from the binary32 weights of plain SHA-256 `"
+        << m.at("plain_sha256").get<std::string>() << "`.\n\n";
+    } else {
+      o << "; weights (plain layout) SHA-256 `"
+        << m.at("plain_sha256").get<std::string>() << "`.\n\n";
+    }
   }
   o << "| contexts | positions | logits compared | cache words compared | "
        "mismatches |\n| ---: | ---: | ---: | ---: | ---: |\n| "
@@ -214,9 +234,15 @@ std::string report_md(const json& rec) {
   o << "Contexts: " << s.at("contexts") << " (seed " << s.at("seed")
     << ", lengths " << s.at("min_length") << " to " << s.at("max_length")
     << ", alternately Tiny Shakespeare and random ids; tokens SHA-256 `"
-    << res.at("contexts_sha256").get<std::string>()
-    << "`). Each backend ran the cached step, the full-prefix pass, the "
-       "whole prefill and a seeded chunked prefill of every context.\n\n";
+    << res.at("contexts_sha256").get<std::string>() << "`). "
+    << (tiny ? "Contexts are bytes. Each backend ran the checked entry at "
+               "every prefix of every context (the logits of every "
+               "position); the native every-position pass "
+               "(train/tiny_grad.cc's forward) ran every context once, "
+               "compared row for row. The tiny models keep no cache.\n\n"
+             : "Each backend ran the cached step, the full-prefix pass, the "
+               "whole prefill and a seeded chunked prefill of every "
+               "context.\n\n");
   o << "## Backends\n\n| backend | threads | seconds | warm RSS (MB) | peak "
        "RSS (MB) | logits SHA-256 |\n| --- | ---: | ---: | ---: | ---: | "
        "--- |\n";
@@ -231,35 +257,40 @@ std::string report_md(const json& rec) {
   o << "\nResident sizes are the lockstep process's (weights included); the "
        "wasm backend computes in a Node.js child process, whose module "
        "memory is recorded in record.json (`module_bytes`).\n\n"
-    << "![time per cached step](steps.svg)\n\n";
-  o << "## Per-layer digests (keys and values of every context's cache)\n\n"
-       "| layer |";
+    << "![time per " << (tiny ? "prefix" : "cached step") << "](steps.svg)\n\n";
   const json& bs = rec.at("backends");
-  for (const auto& b : bs) o << " " << b.at("name").get<std::string>() << " |";
-  o << "\n| --- |";
-  for (size_t i = 0; i < bs.size(); ++i) o << " --- |";
-  o << "\n";
-  if (!bs.empty()) {
-    const size_t n = bs[0].at("cache").size();
-    for (size_t i = 0; i < n; ++i) {
-      o << "| " << bs[0].at("cache")[i].at("name").get<std::string>() << " |";
-      for (const auto& b : bs) {
-        o << " `"
-          << b.at("cache")[i].at("sha256").get<std::string>().substr(0, 16)
-          << "` |";
+  if (!bs.empty() && !bs[0].at("cache").empty()) {
+    o << "## Per-layer digests (keys and values of every context's cache)\n\n"
+         "| layer |";
+    for (const auto& b : bs)
+      o << " " << b.at("name").get<std::string>() << " |";
+    o << "\n| --- |";
+    for (size_t i = 0; i < bs.size(); ++i) o << " --- |";
+    o << "\n";
+    if (!bs.empty()) {
+      const size_t n = bs[0].at("cache").size();
+      for (size_t i = 0; i < n; ++i) {
+        o << "| " << bs[0].at("cache")[i].at("name").get<std::string>() << " |";
+        for (const auto& b : bs) {
+          o << " `"
+            << b.at("cache")[i].at("sha256").get<std::string>().substr(0, 16)
+            << "` |";
+        }
+        o << "\n";
       }
-      o << "\n";
     }
+    o << "\n";
   }
   if (!rec.at("ops").empty()) {
-    o << "\n## The reference's operations (all contexts)\n\n| operation | "
-         "SHA-256 |\n| --- | --- |\n";
+    o << (tiny ? "## The every-position pass's operations (all contexts)"
+               : "## The reference's operations (all contexts)")
+      << "\n\n| operation | SHA-256 |\n| --- | --- |\n";
     for (const auto& h : rec.at("ops")) {
       o << "| " << h.at("name").get<std::string>() << " | `"
         << h.at("sha256").get<std::string>() << "` |\n";
     }
   }
-  o << "\n## Completions (greedy)\n\n";
+  o << "\n## Completions (greedy" << (tiny ? ", bytes" : "") << ")\n\n";
   if (!bs.empty()) {
     for (const auto& cm : bs[0].at("completions")) {
       o << "- `" << esc_md(cm.at("prompt").get<std::string>()) << "` -> `"
@@ -294,6 +325,10 @@ std::string report_md(const json& rec) {
 // with the binary32 files of the model, so it cannot tell them apart).
 std::string weights_identity(const json& rec) {
   const json& m = rec.at("model");
+  if (m.value("kind", "gpt2") == "tiny") {
+    return "tiny binary64 with payload SHA-256 " +
+           m.at("payload_sha256").get<std::string>();
+  }
   if (m.value("quant", "f32") == "int8") {
     return "int8 with payload SHA-256 " +
            m.at("payload_sha256").get<std::string>();
@@ -314,16 +349,15 @@ void write_text(const fs::path& p, const std::string& s) {
   write_file_atomic(p.string(), std::vector<uint8_t>(s.begin(), s.end()));
 }
 
-}  // namespace
-
-json verify_record(const VerifyResult& r, const VerifyOptions& o,
-                   const Gpt2Weights& w, const VerifyProvenance& p) {
+// What every record holds besides its model: settings, files, build,
+// machine, result, operations, backends.
+json record_body(const VerifyResult& r, const VerifyOptions& o, int n_ctx,
+                 const VerifyProvenance& p) {
   json rec;
   rec["format"] = "lockstep-verify/1";
   rec["created"] = utc_now();
   rec["command"] = p.command;
-  int max_len = o.max_length > 0 ? std::min(o.max_length, w.config.n_ctx)
-                                 : w.config.n_ctx;
+  int max_len = o.max_length > 0 ? std::min(o.max_length, n_ctx) : n_ctx;
   rec["settings"] = {{"contexts", o.contexts},
                      {"min_length", std::clamp(o.min_length, 1, max_len)},
                      {"max_length", max_len},
@@ -331,23 +365,7 @@ json verify_record(const VerifyResult& r, const VerifyOptions& o,
                      {"backends", o.backends},
                      {"threads", o.threads},
                      {"completion_tokens", o.completion_tokens},
-                     {"op_hashes", o.op_hashes},
-                     {"quant", o.quant}};
-  const ls_gpt2_config& c = w.config;
-  const bool int8 = w.quant == "int8";
-  rec["model"] = {{"given", p.model},
-                  {"format", w.format},
-                  {"quant", w.quant},
-                  {"layout", int8 ? std::string(kGpt2Q8Layout)
-                                  : std::string(gpt2_layout_name(w.layout))},
-                  {"config",
-                   {{"n_vocab", c.n_vocab},
-                    {"n_ctx", c.n_ctx},
-                    {"n_embd", c.n_embd},
-                    {"n_head", c.n_head},
-                    {"n_layer", c.n_layer}}},
-                  {"payload_sha256", w.payload_sha256},
-                  {"plain_sha256", w.plain_sha256}};
+                     {"op_hashes", o.op_hashes}};
   json files = json::array();
   for (const auto& [label, path] : p.files) {
     files.push_back({{"label", label},
@@ -395,6 +413,51 @@ json verify_record(const VerifyResult& r, const VerifyOptions& o,
   return rec;
 }
 
+}  // namespace
+
+json verify_record(const VerifyResult& r, const VerifyOptions& o,
+                   const Gpt2Weights& w, const VerifyProvenance& p) {
+  json rec = record_body(r, o, w.config.n_ctx, p);
+  rec["settings"]["quant"] = o.quant;
+  const ls_gpt2_config& c = w.config;
+  const bool int8 = w.quant == "int8";
+  rec["model"] = {{"given", p.model},
+                  {"format", w.format},
+                  {"quant", w.quant},
+                  {"layout", int8 ? std::string(kGpt2Q8Layout)
+                                  : std::string(gpt2_layout_name(w.layout))},
+                  {"config",
+                   {{"n_vocab", c.n_vocab},
+                    {"n_ctx", c.n_ctx},
+                    {"n_embd", c.n_embd},
+                    {"n_head", c.n_head},
+                    {"n_layer", c.n_layer}}},
+                  {"payload_sha256", w.payload_sha256},
+                  {"plain_sha256", w.plain_sha256}};
+  return rec;
+}
+
+json verify_tiny_record(const VerifyResult& r, const VerifyOptions& o,
+                        const TinyModel& m, const VerifyProvenance& p) {
+  json rec = record_body(r, o, m.n_ctx, p);
+  rec["settings"]["bound"] = o.bound;
+  rec["model"] = {{"given", p.model},
+                  {"kind", "tiny"},
+                  {"format", "tiny checkpoint"},
+                  {"quant", "f64"},
+                  {"layout", "tiny (docs/models.md)"},
+                  {"config",
+                   {{"n_vocab", LS_TINY_VOCAB},
+                    {"n_ctx", m.n_ctx},
+                    {"n_embd", LS_TINY_EMBD},
+                    {"n_head", LS_TINY_HEADS},
+                    {"n_layer", 1},
+                    {"n_ff", LS_TINY_FF}}},
+                  {"payload_sha256", m.payload_sha256},
+                  {"file_sha256", m.file_sha256}};
+  return rec;
+}
+
 void write_verify_bundle(const std::string& dir, const json& record) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -421,7 +484,11 @@ json read_verify_record(const std::string& path) {
     // The fields every check reads, with their types.
     rec.at("settings").at("contexts").get<int>();
     rec.at("settings").at("seed").get<uint64_t>();
-    rec.at("model").at("plain_sha256").get<std::string>();
+    if (rec.at("model").value("kind", "gpt2") == "tiny") {
+      rec.at("model").at("payload_sha256").get<std::string>();
+    } else {
+      rec.at("model").at("plain_sha256").get<std::string>();
+    }
     if (rec.at("model").value("quant", "f32") == "int8") {
       rec.at("model").at("payload_sha256").get<std::string>();
     }
@@ -448,6 +515,7 @@ VerifyOptions options_from_record(const json& rec) {
   o.completion_tokens = s.at("completion_tokens").get<int>();
   o.op_hashes = s.at("op_hashes").get<bool>();
   o.quant = s.value("quant", "none");  // records before int8: binary32
+  o.bound = s.value("bound", 10.0);    // the tiny models' weight bound
   return o;
 }
 

@@ -10,6 +10,7 @@
 
 #include "formats/gpt2_checkpoint.h"
 #include "lib/verify.h"
+#include "lockstep/tiny.h"
 
 namespace lockstep {
 
@@ -28,6 +29,11 @@ struct VerifyProvenance {
 // memory per backend.
 nlohmann::json verify_record(const VerifyResult& r, const VerifyOptions& o,
                              const Gpt2Weights& w, const VerifyProvenance& p);
+// The same for a tiny model (run_verify_tiny): model.kind "tiny", its
+// payload and file digests, settings.bound; no cache digests.
+nlohmann::json verify_tiny_record(const VerifyResult& r, const VerifyOptions& o,
+                                  const TinyModel& m,
+                                  const VerifyProvenance& p);
 
 // Writes DIR/record.json, DIR/report.md and DIR/steps.svg (each to a
 // temporary, then renamed); creates DIR.
