@@ -30,6 +30,9 @@ extern unsigned char __heap_base;
 #define LSW_ERR_LOGITS_ROWS 102
 /* gpt2_prepare on int8 weights that ls_gpt2_q8_weights_valid refuses. */
 #define LSW_ERR_Q8_WEIGHTS 103
+/* observe without an observation buffer (a plan other than
+ * gpt2_observe_plan's), or one too small for the pass. */
+#define LSW_ERR_NOT_OBSERVING 104
 
 /* Rows of the GPT-2 logits buffer: the positions one prefill call can
  * return every position's logits for (at most max_prefix). A host asking
@@ -72,6 +75,11 @@ typedef struct {
   uint32_t repack, repack_bytes;
   /* SIMD GPT-2: the output head (wte) as panels of 32 rows. */
   uint32_t head, head_bytes;
+  /* GPT-2 planned by gpt2_observe_plan / gpt2_q8_observe_plan only (0
+   * otherwise): where `observe` writes the observed pass's every-position
+   * logits and then its tap records (lsw_observe_bytes). Appended last, so
+   * the fields above and their offsets are those of the plain plan. */
+  uint32_t observe, observe_bytes;
 } lsw_plan;
 
 typedef struct {
@@ -84,6 +92,12 @@ typedef struct {
   int last_row;    /* the row holding the latest position's logits */
   int prepared;    /* GPT-2 weights checked (and repacked) */
   lsw_plan plan;
+  /* observe: the next record's address and the end of the observation
+   * buffer, whether a record did not fit (never, for a pass the plan
+   * sized), and where the last pass's records start and their length. */
+  uint32_t obs_next, obs_end;
+  int obs_overflow;
+  uint32_t obs_records, obs_records_bytes;
   uint64_t rng; /* the sampler's SplitMix64 state (§5.1) */
 } lsw_state;
 
@@ -180,10 +194,12 @@ int32_t lsw_tiny_logits(int32_t n_tokens, double bound) {
  * min(max_prefix, LSW_LOGITS_ROWS) rows. The int8 plan differs only in the
  * weights (ls_gpt2_q8_bytes, used in place: the file's layout is the one
  * the kernels read, so neither repacking room nor head panels). */
+static uint64_t lsw_observe_bytes(const ls_gpt2_config* c, uint64_t n);
+
 static const lsw_plan* lsw_plan_gpt2(int32_t n_vocab, int32_t n_ctx,
                                      int32_t n_embd, int32_t n_head,
                                      int32_t n_layer, int32_t max_prefix,
-                                     int q8) {
+                                     int q8, int observe) {
   lsw_reset();
   ls_gpt2_config c = {n_vocab, n_ctx, n_embd, n_head, n_layer};
   if (q8 ? !ls_gpt2_q8_config_valid(&c) : !ls_gpt2_config_valid(&c)) {
@@ -241,6 +257,10 @@ static const lsw_plan* lsw_plan_gpt2(int32_t n_vocab, int32_t n_ctx,
     p->head = lsw_take(&cur, head_rows * (uint64_t)n_embd * 4, &p->head_bytes);
   }
 #endif
+  if (observe) {
+    p->observe = lsw_take(&cur, lsw_observe_bytes(&c, (uint64_t)g.max_prefix),
+                          &p->observe_bytes);
+  }
   lsw_finish(&cur);
   return p;
 }
@@ -249,7 +269,8 @@ LSW_EXPORT("gpt2_plan")
 const lsw_plan* lsw_gpt2_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
                               int32_t n_head, int32_t n_layer,
                               int32_t max_prefix) {
-  return lsw_plan_gpt2(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix, 0);
+  return lsw_plan_gpt2(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix, 0,
+                       0);
 }
 
 /* The plan for a GPT-2 on grouped int8 weights (core/ls_gpt2_q8.h): the
@@ -259,7 +280,49 @@ LSW_EXPORT("gpt2_q8_plan")
 const lsw_plan* lsw_gpt2_q8_plan(int32_t n_vocab, int32_t n_ctx, int32_t n_embd,
                                  int32_t n_head, int32_t n_layer,
                                  int32_t max_prefix) {
-  return lsw_plan_gpt2(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix, 1);
+  return lsw_plan_gpt2(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix, 1,
+                       0);
+}
+
+/* The observed pass (docs/wasm.md "Observed pass"): `observe(n)` writes
+ * every tap of core/ls_gpt2.h's layer pass over the first n planned tokens
+ * to the observation buffer, in the pass's order, each as a record of five
+ * int32 (layer, tap, position, head, count) followed by `count` binary32
+ * words. The buffer starts with room for max_prefix rows of logits (the
+ * pass's own output), then the records. */
+#define LSW_RECORD_WORDS 5u
+
+/* Bytes of the observation buffer for a pass of n positions: n rows of
+ * logits, then per position one record for embed, ln_f and logits and per
+ * layer ten [C]..[4C] records and two per head of t + 1 scores. */
+static uint64_t lsw_observe_bytes(const ls_gpt2_config* c, uint64_t n) {
+  const uint64_t C = (uint64_t)c->n_embd, H = (uint64_t)c->n_head;
+  const uint64_t L = (uint64_t)c->n_layer, V = (uint64_t)c->n_vocab;
+  const uint64_t records = n * (3 + L * (10 + 2 * H));
+  const uint64_t words = n * V + records * LSW_RECORD_WORDS +
+                         n * (2 * C + L * 18 * C + V) +
+                         L * 2 * H * (n * (n + 1) / 2);
+  return words * 4;
+}
+
+/* The plans of gpt2_plan and gpt2_q8_plan (the same buffers at the same
+ * offsets) plus the observation buffer for a pass of up to max_prefix
+ * positions, for `observe`. Only a host that observes (the native
+ * verify's wasm backend, docs/verify.md) plans with these. */
+LSW_EXPORT("gpt2_observe_plan")
+const lsw_plan* lsw_gpt2_observe_plan(int32_t n_vocab, int32_t n_ctx,
+                                      int32_t n_embd, int32_t n_head,
+                                      int32_t n_layer, int32_t max_prefix) {
+  return lsw_plan_gpt2(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix, 0,
+                       1);
+}
+
+LSW_EXPORT("gpt2_q8_observe_plan")
+const lsw_plan* lsw_gpt2_q8_observe_plan(int32_t n_vocab, int32_t n_ctx,
+                                         int32_t n_embd, int32_t n_head,
+                                         int32_t n_layer, int32_t max_prefix) {
+  return lsw_plan_gpt2(n_vocab, n_ctx, n_embd, n_head, n_layer, max_prefix, 1,
+                       1);
 }
 
 /* After the host has written the weights: checks them finite (the cached
@@ -382,6 +445,71 @@ int32_t lsw_gpt2_prefill(int32_t n, int32_t position, int32_t all_positions) {
                          p->scratch_bytes / 4, (float*)(uintptr_t)p->logits);
 }
 
+/* The observer of `observe`: one record per call, appended. */
+static void lsw_record(void* user, int layer, ls_gpt2_tap tap, int position,
+                       int head, const float* data, size_t n) {
+  (void)user;
+  const uint64_t bytes = ((uint64_t)LSW_RECORD_WORDS + n) * 4;
+  if (g.obs_overflow || bytes > (uint64_t)(g.obs_end - g.obs_next)) {
+    g.obs_overflow = 1;
+    return;
+  }
+  int32_t* r = (int32_t*)(uintptr_t)g.obs_next;
+  r[0] = layer, r[1] = (int32_t)tap, r[2] = position, r[3] = head;
+  r[4] = (int32_t)n;
+  float* f = (float*)(r + LSW_RECORD_WORDS);
+  for (size_t i = 0; i < n; ++i) f[i] = data[i];
+  g.obs_next += (uint32_t)bytes;
+}
+
+/* The observed pass over the first n planned tokens at positions 0 ..
+ * n - 1 (n <= max_prefix): ls_gpt2_infer_observed, or
+ * ls_gpt2_q8_infer_observed on int8 weights, the core's layer pass with
+ * this module's kernels, writing every position's logits and a record of
+ * every tap (lsw_observe_bytes) to the observation buffer. The cache, the
+ * logits buffer and the sampler's row are not touched. Returns an
+ * ls_status (LSW_ERR_NOT_OBSERVING without an observation buffer); after
+ * it, observed_bytes() is the records' length. */
+LSW_EXPORT("observe") int32_t lsw_gpt2_observe(int32_t n) {
+  if (g.kind != 2) return LS_ERR_CONFIG;
+  if (!g.prepared) return LSW_ERR_NOT_PREPARED;
+  const lsw_plan* p = &g.plan;
+  if (!p->observe) return LSW_ERR_NOT_OBSERVING;
+  if (n > g.max_prefix && n <= g.gpt2.n_ctx) return LS_ERR_SCRATCH;
+  if (n > g.gpt2.n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
+  const size_t logits_bytes = (size_t)g.max_prefix * (size_t)g.gpt2.n_vocab * 4;
+  float* logits = (float*)(uintptr_t)p->observe;
+  g.obs_records = p->observe + (uint32_t)logits_bytes;
+  g.obs_records_bytes = 0;
+  g.obs_next = g.obs_records;
+  g.obs_end = p->observe + p->observe_bytes;
+  g.obs_overflow = 0;
+  ls_status s;
+  if (g.q8) {
+    s = ls_gpt2_q8_infer_observed(
+        &g.gpt2, (const uint8_t*)(uintptr_t)p->weights, p->weights_bytes,
+        (const int32_t*)(uintptr_t)p->tokens, n, (float*)(uintptr_t)p->scratch,
+        p->scratch_bytes / 4, logits, lsw_record, 0);
+  } else {
+    s = ls_gpt2_infer_observed(
+        &g.gpt2, (const float*)(uintptr_t)p->weights, p->weights_bytes / 4,
+        (const int32_t*)(uintptr_t)p->tokens, n, (float*)(uintptr_t)p->scratch,
+        p->scratch_bytes / 4, logits, lsw_record, 0);
+  }
+  g.obs_records_bytes = g.obs_next - g.obs_records;
+  if (s == LS_OK && g.obs_overflow) return LSW_ERR_NOT_OBSERVING;
+  return (int32_t)s;
+}
+
+/* After `observe`: the address of its first record and the records'
+ * length in bytes (0 before any). */
+LSW_EXPORT("observed_at") uint32_t lsw_observed_at(void) {
+  return g.obs_records;
+}
+LSW_EXPORT("observed_bytes") uint32_t lsw_observed_bytes(void) {
+  return g.obs_records_bytes;
+}
+
 /* For the host: the rows of the GPT-2 logits buffer (every-position
  * logits one prefill call can return), 0 without a GPT-2 plan. */
 LSW_EXPORT("logits_rows") int32_t lsw_logits_rows(void) {
@@ -432,6 +560,10 @@ LSW_EXPORT("status_message") const char* lsw_status_message(int32_t s) {
     return "the int8 weights are not well formed (a level -128, a negative "
            "or non-finite scale, a non-finite binary32 weight or nonzero "
            "padding)";
+  }
+  if (s == LSW_ERR_NOT_OBSERVING) {
+    return "no observation buffer for this pass (plan with "
+           "gpt2_observe_plan or gpt2_q8_observe_plan)";
   }
   return ls_status_message((ls_status)s);
 }

@@ -79,6 +79,7 @@ WasmHost::WasmHost(const std::string& model_path, const WasmHostOptions& o) {
       o.module_sha256.empty() ? wasm_module_sha256() : o.module_sha256,
       "--max-prefix",
       std::to_string(o.max_prefix)};
+  if (o.observe) args.push_back("--observe");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -248,6 +249,166 @@ std::array<uint32_t, 2> WasmHost::memory() {
   if (p.size() != 8) throw Error("the WebAssembly host: bad memory reply");
   std::memcpy(m.data(), p.data(), 8);
   return m;
+}
+
+void WasmHost::observe(std::span<const int32_t> tokens,
+                       ls_gpt2_observer observer, void* user) {
+  const auto p = request("observe " + join_tokens(tokens));
+  // Records: int32 layer, tap, position, head, count, then count floats.
+  std::vector<float> row;
+  for (size_t at = 0; at < p.size();) {
+    int32_t h[5];
+    if (p.size() - at < sizeof h) {
+      throw Error("the WebAssembly host sent a truncated observed record");
+    }
+    std::memcpy(h, p.data() + at, sizeof h);
+    at += sizeof h;
+    const size_t n = size_t(uint32_t(h[4]));
+    if (h[1] < 0 || h[1] >= int32_t(LS_TAP_COUNT) ||
+        n > (p.size() - at) / sizeof(float)) {
+      throw Error("the WebAssembly host sent a malformed observed record");
+    }
+    row.resize(n);
+    if (n) std::memcpy(row.data(), p.data() + at, n * sizeof(float));
+    at += n * sizeof(float);
+    if (observer) {
+      observer(user, h[0], ls_gpt2_tap(h[1]), h[2], h[3], row.data(), n);
+    }
+  }
+}
+
+WasmGpt2Backend::WasmGpt2Backend(const std::string& model_path,
+                                 const ls_gpt2_config& c, int max_prefix,
+                                 WasmHostOptions options)
+    : c_(c),
+      max_prefix_(max_prefix > 0 && max_prefix < c.n_ctx ? max_prefix
+                                                         : c.n_ctx) {
+  options.max_prefix = max_prefix_;
+  options.observe = true;
+  host_ = std::make_unique<WasmHost>(model_path, options);
+  if (host_->n_vocab() != c.n_vocab || host_->n_ctx() != c.n_ctx) {
+    throw Error("the wasm backend: " + model_path +
+                " has another vocabulary or context than the config given");
+  }
+  memory_bytes_ = host_->memory()[1];
+}
+
+// ls_gpt2_prefill's checks in its order (step: n 1); then the module's
+// position: 0 starts over, a later one continues this backend's own rows.
+ls_status WasmGpt2Backend::start(float* cache, size_t cache_capacity,
+                                 size_t cache_len, const int32_t* tokens, int n,
+                                 int32_t position, const float* logits) {
+  if (!cache || !logits || !tokens) return LS_ERR_NULL;
+  if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
+  if (position < 0 || position >= c_.n_ctx) return LS_ERR_POSITION;
+  if (n > c_.n_ctx - position) return LS_ERR_SEQUENCE_TOO_LONG;
+  for (int t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= c_.n_vocab) return LS_ERR_TOKEN;
+  }
+  const size_t row = ls_gpt2_cache_row_floats(&c_);
+  if (cache_len != size_t(position) * row ||
+      cache_capacity < cache_len + size_t(n) * row) {
+    return LS_ERR_CACHE_LENGTH;
+  }
+  if (n > max_prefix_) return LS_ERR_SCRATCH;
+  if (position == 0) host_->reset();
+  if (host_->position() != position) return LS_ERR_CACHE_LENGTH;
+  return LS_OK;
+}
+
+// The module's cache rows position .. position+n-1 into the caller's.
+void WasmGpt2Backend::copy_rows(float* cache, int32_t position, int n) {
+  const size_t row = ls_gpt2_cache_row_floats(&c_);
+  const std::vector<uint8_t> kv = host_->cache();
+  const size_t from = size_t(position) * row * sizeof(float);
+  const size_t bytes = size_t(n) * row * sizeof(float);
+  if (kv.size() < from + bytes) {
+    throw Error("the WebAssembly host returned a short cache");
+  }
+  std::memcpy(cache + size_t(position) * row, kv.data() + from, bytes);
+}
+
+ls_status WasmGpt2Backend::step(float* cache, size_t cache_capacity,
+                                size_t cache_len, int32_t token,
+                                int32_t position, float* logits) {
+  const ls_status s =
+      start(cache, cache_capacity, cache_len, &token, 1, position, logits);
+  if (s != LS_OK) return s;
+  const std::span<const float> l = host_->step(token);
+  std::memcpy(logits, l.data(), l.size() * sizeof(float));
+  copy_rows(cache, position, 1);
+  return LS_OK;
+}
+
+ls_status WasmGpt2Backend::infer(const int32_t* tokens, int n, float* logits) {
+  if (!logits || (n > 0 && !tokens)) return LS_ERR_NULL;
+  if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
+  if (n > c_.n_ctx) return LS_ERR_SEQUENCE_TOO_LONG;
+  for (int t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= c_.n_vocab) return LS_ERR_TOKEN;
+  }
+  if (n > max_prefix_) return LS_ERR_SCRATCH;
+  const std::span<const float> l = host_->infer({tokens, size_t(n)});
+  std::memcpy(logits, l.data(), l.size() * sizeof(float));
+  return LS_OK;
+}
+
+ls_status WasmGpt2Backend::prefill(float* cache, size_t cache_capacity,
+                                   size_t cache_len, const int32_t* tokens,
+                                   int n, int32_t position, bool all_positions,
+                                   float* logits) {
+  const ls_status s =
+      start(cache, cache_capacity, cache_len, tokens, n, position, logits);
+  if (s != LS_OK) return s;
+  const std::span<const int32_t> toks(tokens, size_t(n));
+  const size_t V = size_t(c_.n_vocab);
+  // Observed: the module's observed pass first, its logits taps kept.
+  std::vector<float> observed;
+  if (obs_ && all_positions) {
+    if (position != 0) {
+      throw Error(
+          "the wasm backend observes a prefill at position 0 only (the "
+          "module's observed pass starts there)");
+    }
+    struct Relay {
+      ls_gpt2_observer fn;
+      void* user;
+      std::vector<float>* logits;
+      size_t V;
+      static void observe(void* u, int layer, ls_gpt2_tap tap, int position,
+                          int head, const float* data, size_t count) {
+        auto* r = static_cast<Relay*>(u);
+        if (tap == LS_TAP_LOGITS && count == r->V) {
+          r->logits->insert(r->logits->end(), data, data + count);
+        }
+        r->fn(r->user, layer, tap, position, head, data, count);
+      }
+    } relay{obs_, obs_user_, &observed, V};
+    host_->observe(toks, &Relay::observe, &relay);
+    if (observed.size() != size_t(n) * V) {
+      throw Error("the wasm backend's observed pass showed " +
+                  std::to_string(observed.size() / V) + " rows of logits for " +
+                  std::to_string(n) + " positions");
+    }
+  }
+  const std::span<const float> l = host_->prefill(toks, all_positions);
+  std::memcpy(logits, l.data(), l.size() * sizeof(float));
+  copy_rows(cache, position, n);
+  if (!observed.empty() &&
+      std::memcmp(observed.data(), l.data(), l.size() * sizeof(float)) != 0) {
+    size_t i = 0;
+    while (std::memcmp(&observed[i], &l[i], sizeof(float)) == 0) ++i;
+    uint32_t a = 0, b = 0;
+    std::memcpy(&a, &observed[i], 4);
+    std::memcpy(&b, &l[i], 4);
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "the wasm backend's observed pass and its prefill differ at "
+                  "position %zu, logit %zu: 0x%08x and 0x%08x",
+                  i / V, i % V, unsigned(a), unsigned(b));
+    throw Error(buf);
+  }
+  return LS_OK;
 }
 
 }  // namespace lockstep

@@ -15,6 +15,9 @@
 //   cache                the used KV-cache rows
 //   reset                position 0
 //   memory               uint32 bytes of memory now, uint32 at creation
+//   observe T1,T2,...    with --observe: the module's observed pass over
+//                        the tokens at positions 0..n-1 (docs/wasm.md
+//                        "Observed pass"): its tap records
 // After opening the model it writes one frame: status 0 and, as payload,
 // uint32 n_vocab, uint32 n_ctx, uint32 memory bytes, then the module's
 // SHA-256 (64 hex characters).
@@ -92,6 +95,8 @@ function handle(s, line) {
     }
     case 'cache':
       return Buffer.from(s.cache());
+    case 'observe':
+      return Buffer.from(s.observe(tokenList(rest[0])));
     case 'reset':
       s.reset();
       return Buffer.alloc(0);
@@ -109,7 +114,7 @@ function handle(s, line) {
 export function serve(argv) {
   const a = parseArgs(argv, {
     model: { alias: '-m' }, weights: { alias: '-w' }, module: {},
-    'module-sha256': {}, 'max-prefix': { def: '0' },
+    'module-sha256': {}, 'max-prefix': { def: '0' }, observe: { flag: true },
   }, 'serve');
   const path = a.weights ?? a.model;
   if (path === undefined) throw new HostError('serve: --model is required');
@@ -119,6 +124,7 @@ export function serve(argv) {
     module,
     maxPrefix: intOption(a['max-prefix'], '--max-prefix', 0, 1 << 20) ||
         undefined,
+    observe: a.observe,
   });
   const hello = Buffer.alloc(12);
   hello.writeUInt32LE(s.nVocab, 0);

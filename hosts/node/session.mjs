@@ -9,7 +9,8 @@ import { openCheckpoint, readPayloadInto } from './checkpoint.mjs';
 
 export class Session {
   // modelPath: a .lockstep checkpoint (tiny or packed GPT-2). options:
-  // module (a path or a loadModule() result), moduleSha, maxPrefix.
+  // module (a path or a loadModule() result), moduleSha, maxPrefix,
+  // observe (GPT-2: plan with the observation buffer, for observe()).
   static open(modelPath, options = {}) {
     const loaded = typeof options.module === 'object' && options.module
         ? options.module
@@ -38,9 +39,19 @@ export class Session {
         throw new HostError(`GPT-2 '${modelPath}' is an int8 file, and the ` +
                             `module ${loaded.path} has no int8 entries`);
       }
+      // observe: the same plan plus the observation buffer (docs/wasm.md
+      // "Observed pass"); the other buffers keep their offsets.
+      const planName = (int8 ? 'gpt2_q8' : 'gpt2') +
+          (options.observe ? '_observe_plan' : '_plan');
+      if (options.observe && typeof loaded.module === 'object' &&
+          !WebAssembly.Module.exports(loaded.module)
+              .some((e) => e.name === planName)) {
+        throw new HostError(`the module ${loaded.path} has no observed ` +
+                            `pass (${planName})`);
+      }
       Object.assign(s, planAndInstantiate(
           loaded,
-          (x) => (int8 ? x.gpt2_q8_plan : x.gpt2_plan)(
+          (x) => x[planName](
               c.n_vocab, c.n_ctx, c.n_embd, c.n_head, c.n_layer, maxPrefix),
           `GPT-2${int8 ? ' int8' : ''} '${modelPath}'`));
       s.nVocab = c.n_vocab;
@@ -169,6 +180,26 @@ export class Session {
     this.check(this.exports.infer(n),
                `GPT-2 infer over ${tokens.length} tokens`);
     return this.logits();
+  }
+
+  // The observed pass (a session opened with observe): the module's layer
+  // pass over `tokens` at positions 0 .. n - 1 with every tap recorded;
+  // returns the records (a view, valid until the next call): per tap
+  // call, int32 layer, tap, position, head, count, then count float32.
+  // The cache, the position and the latest logits are untouched.
+  observe(tokens) {
+    if (this.kind !== 'gpt2') {
+      throw new HostError('observe is for GPT-2 models');
+    }
+    if (tokens.length > this.maxPrefix && tokens.length <= this.nCtx) {
+      throw new HostError(`GPT-2 observe: ${tokens.length} tokens, but ` +
+                          `this session was sized for ${this.maxPrefix}`);
+    }
+    const n = this.writeTokens(tokens) ? tokens.length : this.nCtx + 1;
+    this.check(this.exports.observe(n),
+               `GPT-2 observed pass over ${tokens.length} tokens`);
+    return new Uint8Array(this.memory.buffer, this.exports.observed_at(),
+                          this.exports.observed_bytes());
   }
 
   // The latest position's logits (after an every-position prefill, the
