@@ -597,6 +597,15 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
                                   rec.threads, 0, w.layout);
       rec.ops = backend_op_hashes(*ob, c, contexts);
     }
+    // wasm: the module's observed pass (docs/wasm.md "Observed pass").
+    if (o.op_hashes && plan[bi].name == "wasm") {
+      size_t longest = 1;
+      for (const auto& x : contexts) {
+        longest = std::max(longest, x.tokens.size());
+      }
+      WasmGpt2Backend ob(model_path, c, int(longest));
+      rec.ops = backend_op_hashes(ob, c, contexts);
+    }
     r.backends.push_back(std::move(rec));
   }
 
