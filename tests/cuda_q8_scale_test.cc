@@ -72,12 +72,13 @@ class Clock {
 //      (6,432,896) and every cache word (2,359,296);
 //  (b) one prefill of the same 128 tokens, every position's logits and
 //      the cache, against (a)'s;
-//  (c) full-prefix passes over every length 1..128, against (a)'s logits;
+//  (c) full-prefix passes over every length 1..128, against (a)'s logits,
+//      and at 1, 2, 17, 64, 127 and 128 against the CPU engine's passes;
 //  (d) prefill of positions 0..1019 in chunks of 512 (max_prefix), then
 //      steps at 1020..1023: the logits of each call and the cache words of
 //      all 1,024 positions.
-// Counts of what was compared and of mismatches are printed, and the wall
-// time of each side.
+// Counts of what was compared (20,052,543 logits, 23,648,256 cache words)
+// and of mismatches are printed, and the wall time of each side.
 TEST(CudaQ8_124M, BytesEqualToTheCpuInt8EngineAtScale) {
   SKIP_WITHOUT_DEVICE();
   const ls_gpt2_config c = lockstep::kGpt2_124M;
@@ -125,7 +126,9 @@ TEST(CudaQ8_124M, BytesEqualToTheCpuInt8EngineAtScale) {
 
   // (a) 128 cached steps.
   const int n = 128;
-  std::vector<float> cpu_cache(size_t(n) * row, NAN);
+  // The CPU's buffers start at zeros, the GPU's at NaN: a row either side
+  // left unwritten differs.
+  std::vector<float> cpu_cache(size_t(n) * row, 0.0f);
   std::vector<float> gpu_cache(size_t(n) * row, NAN);
   std::vector<float> cpu_logits(size_t(n) * V), gpu_logits(size_t(n) * V);
   for (int p = 0; p < n; ++p) {
@@ -167,8 +170,9 @@ TEST(CudaQ8_124M, BytesEqualToTheCpuInt8EngineAtScale) {
   compare(pre_cache.data(), cpu_cache.data(), pre_cache.size(), false,
           "cache after the prefill");
 
-  // (c) full-prefix passes over every length; the CPU engine's own pass
-  // too at a few lengths (its cached steps are the comparison).
+  // (c) full-prefix passes over every length, against the CPU engine's
+  // cached steps; and at the binary32 test's lengths against the CPU
+  // engine's own pass too.
   std::vector<float> logits(V), cpu_pass(V);
   for (int k = 1; k <= n; ++k) {
     ASSERT_EQ(
@@ -177,7 +181,7 @@ TEST(CudaQ8_124M, BytesEqualToTheCpuInt8EngineAtScale) {
         << "cuda infer over " << k;
     compare(logits.data(), cpu_logits.data() + size_t(k - 1) * V, V, true,
             "infer over " + std::to_string(k));
-    if (k == 1 || k == 64 || k == n) {
+    if (k == 1 || k == 2 || k == 17 || k == 64 || k == 127 || k == 128) {
       ASSERT_EQ(cpu_time([&] {
                   return cpu->infer(tokens.data(), k, cpu_pass.data());
                 }),
@@ -190,7 +194,7 @@ TEST(CudaQ8_124M, BytesEqualToTheCpuInt8EngineAtScale) {
 
   // (d) the end of the context: prefill in chunks of max_prefix, then
   // steps to the last position.
-  std::vector<float> cpu_full(ls_gpt2_cache_floats(&c), NAN);
+  std::vector<float> cpu_full(ls_gpt2_cache_floats(&c), 0.0f);
   std::vector<float> gpu_full(ls_gpt2_cache_floats(&c), NAN);
   ASSERT_EQ(cpu_full.size(), size_t(c.n_ctx) * row);
   std::vector<float> cl(V), gl(V);
@@ -240,6 +244,11 @@ TEST(CudaQ8_124M, BytesEqualToTheCpuInt8EngineAtScale) {
       logits_compared, logits_differ, words_compared, words_differ,
       gpu->name().c_str(), cpu->name().c_str(), cpu_time.seconds(),
       gpu_time.seconds());
+  // What the parts above compare (V = 50,257 logits, 18,432 words a row):
+  // 3 + 128 + 128 + 128 + 6 + 2 + 4 = 399 rows of logits; 3 + 128 + 128 +
+  // 1,024 = 1,283 rows of cache words.
+  EXPECT_EQ(logits_compared, 399 * V);    // 20,052,543
+  EXPECT_EQ(words_compared, 1283 * row);  // 23,648,256
 }
 
 }  // namespace
