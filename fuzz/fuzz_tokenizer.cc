@@ -4,6 +4,7 @@
 // pre-token equals a direct transcription of GPT-2's encoder.py
 // (tests/reference_bpe.h). The ids are compared exactly. Also decodes the
 // input read as ids (any id outside the vocabulary must be an Error).
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,17 @@
 
 namespace {
 
-const std::string kData = LOCKSTEP_SOURCE_DIR "/data/gpt2";
+// GPT-2's tokenizer files: data/gpt2 of the source tree this was built
+// from, or $LOCKSTEP_GPT2_DATA (a copied binary run from another checkout:
+// scripts/fuzz-device.sh).
+std::string DataDir() {
+  const char* d = std::getenv("LOCKSTEP_GPT2_DATA");
+  return d != nullptr && *d != '\0'
+             ? std::string(d)
+             : std::string(LOCKSTEP_SOURCE_DIR "/data/gpt2");
+}
+
+const std::string kData = DataDir();
 
 const lockstep::Tokenizer& Tok() {
   static const lockstep::Tokenizer tok = lockstep::Tokenizer::load(kData);
