@@ -233,8 +233,10 @@ std::string report_md(const json& rec) {
   const json& s = rec.at("settings");
   o << "Contexts: " << s.at("contexts") << " (seed " << s.at("seed")
     << ", lengths " << s.at("min_length") << " to " << s.at("max_length")
-    << ", alternately Tiny Shakespeare and random ids; tokens SHA-256 `"
-    << res.at("contexts_sha256").get<std::string>() << "`). "
+    << (tiny ? ", alternately Tiny Shakespeare's bytes and random bytes"
+             : ", alternately Tiny Shakespeare and random ids")
+    << "; tokens SHA-256 `" << res.at("contexts_sha256").get<std::string>()
+    << "`). "
     << (tiny ? "Contexts are bytes. Each backend ran the checked entry at "
                "every prefix of every context (the logits of every "
                "position); the native every-position pass "

@@ -14,7 +14,11 @@
 #   arm64-hf-gpt2-A-int8:  the same, --quant int8 (quantized on each side)
 #   arm64-shakespeare-gpt2: models/shakespeare-gpt2 (the trained model)
 #   arm64-shakespeare-gpt2-int8: the same, --quant int8
-# each with --contexts $N --max-length $L --threads 1,2.
+# each with --contexts $N --max-length $L --threads 1,2; and the tiny
+# binary64 models (docs/verify.md "Tiny models"; the reference and the
+# every-position pass on ARM64, no wasm there; reference and wasm on
+# x86-64), with the defaults of verify (--contexts $T, lengths 1..n_ctx):
+#   arm64-tiny4, arm64-tiny64, arm64-tiny128: models/tiny{4,64,128}.lockstep
 #
 #   LOCKSTEP_NATIVE=build/lockstep bash scripts/evidence-arm64.sh
 #   LOCKSTEP_ARM64_BUILD=build-mine LOCKSTEP_ARM64_JOBS=2 bash scripts/evidence-arm64.sh
@@ -27,6 +31,7 @@
 # (where the bundles go, default docs/evidence), LOCKSTEP_EVIDENCE_CONTEXTS
 # and LOCKSTEP_EVIDENCE_MAX_LENGTH (N and L, default 8 and 32: a few
 # minutes a case under qemu on a loaded 2-core VM; docs/arm64.md),
+# LOCKSTEP_EVIDENCE_TINY_CONTEXTS (T, default 128: seconds a case),
 # LOCKSTEP_EVIDENCE_CASES (a space-separated subset of the names above).
 # The cross build and the qemu runs are niced. Needs the packages
 # scripts/test-arm64.sh installs (run it once, or install them by hand);
@@ -40,7 +45,8 @@ native=${LOCKSTEP_NATIVE:-build/lockstep}
 out=${LOCKSTEP_EVIDENCE_DIR:-docs/evidence}
 contexts=${LOCKSTEP_EVIDENCE_CONTEXTS:-8}
 max_length=${LOCKSTEP_EVIDENCE_MAX_LENGTH:-32}
-cases=${LOCKSTEP_EVIDENCE_CASES:-arm64-hf-gpt2-A arm64-hf-gpt2-A-int8 arm64-shakespeare-gpt2 arm64-shakespeare-gpt2-int8}
+tiny_contexts=${LOCKSTEP_EVIDENCE_TINY_CONTEXTS:-128}
+cases=${LOCKSTEP_EVIDENCE_CASES:-arm64-hf-gpt2-A arm64-hf-gpt2-A-int8 arm64-shakespeare-gpt2 arm64-shakespeare-gpt2-int8 arm64-tiny4 arm64-tiny64 arm64-tiny128}
 
 fail() {
   echo "evidence-arm64: FAILED: $*" >&2
@@ -69,20 +75,36 @@ model_of() {
     arm64-hf-gpt2-A-int8) echo "tests/data/hf-gpt2-A --quant int8" ;;
     arm64-shakespeare-gpt2) echo "models/shakespeare-gpt2" ;;
     arm64-shakespeare-gpt2-int8) echo "models/shakespeare-gpt2 --quant int8" ;;
+    arm64-tiny4 | arm64-tiny64 | arm64-tiny128) echo "${1#arm64-}" ;;
     *) fail "unknown case $1" ;;
+  esac
+}
+
+# The run's options: the tiny models have one thread and n_ctx positions.
+options_of() {
+  case $1 in
+    arm64-tiny*) echo "--contexts $tiny_contexts" ;;
+    *) echo "--contexts $contexts --max-length $max_length --threads 1,2 --completion-tokens 4" ;;
+  esac
+}
+against_options_of() {
+  case $1 in
+    arm64-tiny*) echo "" ;;
+    *) echo "--threads 1,2" ;;
   esac
 }
 
 summary=()
 for name in $cases; do
   read -r -a model <<<"$(model_of "$name")"
+  read -r -a opts <<<"$(options_of "$name")"
+  read -r -a against_opts <<<"$(against_options_of "$name")"
   dir="$out/$name"
   rm -rf "$dir"
-  echo "== $name: verify under qemu-aarch64 (${model[*]}, $contexts contexts, lengths 1..$max_length) =="
+  echo "== $name: verify under qemu-aarch64 (${model[*]} ${opts[*]}) =="
   t0=$(date +%s)
   nice -n 10 "$qemu" -L / "$bdir/lockstep" verify --model "${model[@]}" \
-    --contexts "$contexts" --max-length "$max_length" --threads 1,2 \
-    --completion-tokens 4 --bundle "$dir" --quiet | tee "$dir.arm64.txt"
+    "${opts[@]}" --bundle "$dir" --quiet | tee "$dir.arm64.txt"
   t1=$(date +%s)
   grep -q '^lockstep verify: PASSED$' "$dir.arm64.txt" ||
     fail "$name: the ARM64 run did not pass"
@@ -93,8 +115,8 @@ for name in $cases; do
   # --against takes the contexts and options from the record; the model
   # is given again (int8 records are quantized here from the binary32
   # model, as on ARM64).
-  "$native" verify --model "${model[0]}" --against "$dir" --threads 1,2 \
-    --quiet |
+  "$native" verify --model "${model[0]}" --against "$dir" \
+    ${against_opts[@]+"${against_opts[@]}"} --quiet |
     tee "$dir/x86-64-against.txt"
   t2=$(date +%s)
   grep -q 'every digest agrees' "$dir/x86-64-against.txt" ||

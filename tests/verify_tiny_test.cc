@@ -276,6 +276,39 @@ TEST(VerifyTiny, WasmAgreesWithTheReference) {
   }
 }
 
+// A difference between backends is found and named: the reference runs
+// the weights in memory, the wasm backend loads the file, so a change to
+// one output bias in memory only is seen at every position, at that
+// token only.
+TEST(VerifyTiny, ADifferenceBetweenBackendsIsNamed) {
+  if (!wasm_available()) GTEST_SKIP() << "no wasm module or no node";
+  TinyModel m = shipped("tiny4");
+  const ls_tiny_layout L = ls_tiny_layout_for(m.n_ctx);
+  const double before = m.weights[L.head_b + 17];
+  m.weights[L.head_b + 17] = before + 0.5;
+  const VerifyOptions o = small_options(5, {"reference", "wasm"});
+  const auto ctxs = make_tiny_verify_contexts(m.n_ctx, shakespeare(), o);
+  const VerifyResult r = run_verify_tiny(m, ctxs, o);
+  // One word per position (logit 17), plus any completion that differs.
+  EXPECT_GE(r.mismatches, r.positions);
+  EXPECT_LE(r.mismatches, r.positions + 2);
+  EXPECT_EQ(r.logits_compared, 2 * r.positions * 256);
+  ASSERT_TRUE(r.first);
+  EXPECT_EQ(r.first->what, "logits");
+  EXPECT_EQ(r.first->context, 0);
+  EXPECT_EQ(r.first->position, 0);
+  EXPECT_EQ(r.first->index, 17);
+  EXPECT_EQ(r.first->a, "reference full-prefix");
+  EXPECT_EQ(r.first->b, "wasm (Node.js) full-prefix");
+  const TinyLogits mine =
+      tiny_logits(m, std::span<const int32_t>(ctxs[0].tokens.data(), 1), 10);
+  uint64_t u;
+  std::memcpy(&u, &mine[17], 8);
+  EXPECT_EQ(r.first->bits_a, u);
+  EXPECT_NE(r.first->bits_b, u);
+  EXPECT_NE(r.backends[0].logits_sha256, r.backends[1].logits_sha256);
+}
+
 TEST(VerifyTiny, ComparerNamesTheFirstDifferingWordInHex) {
   std::vector<double> a(3 * 256), b;
   for (size_t i = 0; i < a.size(); ++i) a[i] = 0.001 * double(i) - 0.3;
@@ -409,10 +442,16 @@ TEST(VerifyTiny, Command) {
       << r.out;
   const json rec = read_verify_record(b);
   const uint64_t positions = rec["result"]["positions"].get<uint64_t>();
-  char line[160];
-  std::snprintf(line, sizeof line, "  logits compared       %llu\n",
-                (unsigned long long)(positions * 256));
-  EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  // 1234567 -> "1,234,567", as the summary prints counts.
+  std::string n = std::to_string(positions * 256), grouped;
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (i > 0 && (n.size() - i) % 3 == 0) grouped.push_back(',');
+    grouped.push_back(n[i]);
+  }
+  EXPECT_EQ(rec["result"]["logits_compared"].get<uint64_t>(), positions * 256);
+  EXPECT_NE(r.out.find("  logits compared       " + grouped + "\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("  mismatches            0\n"), std::string::npos);
   EXPECT_NE(r.out.find("tiny4 (tiny binary64, 1 layer, n_embd 4, n_ctx 4; "
                        "bound 10)"),
@@ -500,14 +539,15 @@ TEST(VerifyTiny, Command) {
 // The checked-in records (docs/evidence/tiny-*) agree with this build on
 // the reference (and wasm, where it runs).
 TEST(VerifyTiny, CheckedInRecordsAgree) {
-  for (const char* name : {"tiny4", "tiny64", "tiny128"}) {
-    const std::string dir = kSource + "/docs/evidence/tiny-" + name;
+  for (const char* n : {"4", "64", "128"}) {
+    const std::string name = std::string("tiny") + n;
+    const std::string dir = kSource + "/docs/evidence/tiny-" + n;
     if (!fs::exists(dir + "/record.json")) {
       ADD_FAILURE() << "no record " << dir;
       continue;
     }
     const CmdResult r =
-        run_cli(std::string("--model ") + name + " --quiet --against " + dir +
+        run_cli("--model " + name + " --quiet --against " + dir +
                 (wasm_available() ? "" : " --backends reference"));
     EXPECT_EQ(r.status, 0) << r.out;
     EXPECT_NE(r.out.find("every digest agrees"), std::string::npos) << r.out;
