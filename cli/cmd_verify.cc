@@ -539,7 +539,8 @@ Action add_verify(CLI::App& app) {
   auto a = std::make_shared<VerifyArgs>();
   a->model.add(app);
   app.add_option("--contexts", a->options.contexts,
-                 "prompts to run (alternately Tiny Shakespeare and random ids)")
+                 "prompts to run (alternately Tiny Shakespeare and random ids; "
+                 "bytes for the tiny models)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_option("--max-length", a->options.max_length,
@@ -606,12 +607,12 @@ Action add_verify(CLI::App& app) {
       "  lockstep verify --model gpt2-int8.lockstep --contexts 4 "
       "--max-length 64\n"
       "  lockstep verify --model random:124M:1 --quant int8 --contexts 2\n"
-      "  lockstep verify --model tiny128 --bundle ev-tiny128\n"
-      "    (a tiny binary64 model: the checked entry natively and in wasm at\n"
-      "    every prefix, and the every-position pass; docs/verify.md)\n"
       "  lockstep verify --model random:124M:1 --contexts 2 --max-length 16\n"
       "    (a seeded random full-size GPT-2, generated on the fly: SIZE "
-      "124M,\n    355M, 774M or 1558M)");
+      "124M,\n    355M, 774M or 1558M)\n"
+      "  lockstep verify --model tiny128 --bundle ev-tiny128\n"
+      "    (a tiny binary64 model: the checked entry natively and in wasm at\n"
+      "    every prefix, and the every-position pass; docs/verify.md)\n");
   return [a, threads, quant, bound]() {
     a->command = joined_args();
     a->threads_given = threads->count() > 0;
