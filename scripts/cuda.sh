@@ -155,11 +155,15 @@ if [ -n "$variants" ]; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || test_rc=1
 fi
 # On a failure, the binary32 tests again with attention_kernel everywhere
-# (LOCKSTEP_CUDA_ATTN=1), with plain launches (LOCKSTEP_CUDA_PDL=0) and with
-# both, to tell which change a difference comes from.
+# (LOCKSTEP_CUDA_ATTN=1), with plain launches (LOCKSTEP_CUDA_PDL=0), with
+# both, and with each of the 2026-12-02 evening kernels replaced by the one
+# before it (pass attention, decode attention, LayerNorm, logits, the
+# overlapped copies), to tell which change a difference comes from.
 if [ "$test_rc" -ne 0 ]; then
   for v in LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_PDL=0 \
-    "LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_PDL=0"; do
+    "LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_PDL=0" LOCKSTEP_CUDA_ATTN=2 \
+    LOCKSTEP_CUDA_ATTN_STEP=1 LOCKSTEP_CUDA_ATTN_Q=32 LOCKSTEP_CUDA_LOGITS=1 \
+    LOCKSTEP_CUDA_OVERLAP=0; do
     (
       export $v
       run ./build-gpu/tests/cuda_backend_test --gtest_color=no \

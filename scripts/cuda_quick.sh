@@ -23,6 +23,20 @@ for f in .cudabin/*.xz; do xz -dc "$f" >"$bin/$(basename "$f" .xz)"; done
 chmod +x "$bin"/*
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 ldd "$bin/cuda_backend_test" | grep "not found"
+# The object code of the carried binary, per kernel (as scripts/cuda.sh
+# does for the object file): FFMA only where a division or square root is
+# expanded, no tensor-core instruction.
+if command -v cuobjdump >/dev/null; then
+  cuobjdump -sass "$bin/cuda_backend_test" 2>/dev/null |
+    awk '/Function :/ {f=$3}
+         /FFMA/ {ffma[f]++} /FMUL/ {fmul[f]++} /FADD/ {fadd[f]++}
+         /MUFU.RCP|MUFU.RSQ/ {mufu[f]++} /HMMA|HGMMA|IMMA/ {mma[f]++}
+         /Function :/ {seen[f]=1}
+         END {for (k in seen) printf "%-90s FMUL %5d FADD %5d FFMA %4d MUFU.RCP/RSQ %3d MMA %d\n",
+              k, fmul[k], fadd[k], ffma[k], mufu[k], mma[k]}' |
+    grep exact_kernels | sort >"$out/sass_check.txt"
+  grep -E "attention_pass2|logits2" "$out/sass_check.txt"
+fi
 rc=0
 "$bin/cuda_backend_test" --gtest_color=no \
   --gtest_filter="${LOCKSTEP_QUICK_FILTER:-*}" 2>&1 | tee "$out/tests.txt" |
@@ -31,11 +45,15 @@ rc=0
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 echo "cuda_backend_test exit code: $rc"
 if [ "$rc" -ne 0 ]; then
-  # Which change: again with attention_kernel everywhere.
-  LOCKSTEP_CUDA_ATTN=1 "$bin/cuda_backend_test" --gtest_color=no \
-    --gtest_filter='CudaBackend.*:CudaGpt2_124M.*' 2>&1 |
-    grep -E "^\[  (PASSED|FAILED) |differ" | sed "s/^/attention 1: /" |
-    tee -a "$out/tests.txt"
+  # Which change: again with each of the newer kernels replaced by the one
+  # before it.
+  for v in LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_ATTN_STEP=1 LOCKSTEP_CUDA_ATTN_Q=32 \
+    LOCKSTEP_CUDA_LOGITS=1 LOCKSTEP_CUDA_OVERLAP=0; do
+    env $v "$bin/cuda_backend_test" --gtest_color=no \
+      --gtest_filter='CudaBackend.*:CudaGpt2_124M.*' 2>&1 |
+      grep -E "^\[  (PASSED|FAILED) |differ" | sed "s/^/$v: /" |
+      tee -a "$out/tests.txt" | grep -E "PASSED|FAILED|124M"
+  done
 fi
 if [ "${LOCKSTEP_QUICK_BENCH:-1}" != 0 ]; then
   "$bin/cuda_bench" --repeat "${LOCKSTEP_QUICK_REPEAT:-5}" >"$out/bench.json" \

@@ -169,10 +169,17 @@ TEST(CudaBackend, LargerSizesBlockShapesBytesEqualToReference) {
 
 // The passes' variants: matmul2 with each split (LOCKSTEP_CUDA_SPLIT 1, 2,
 // 4; the default picks one by shape), matmul_kernel (LOCKSTEP_CUDA_MATMUL=1),
-// attention_kernel instead of attention_pass_kernel (LOCKSTEP_CUDA_ATTN=1),
-// and every kernel launched plainly (LOCKSTEP_CUDA_PDL=0): full passes and
-// one prefill of every position (all positions' logits, the cache) equal
-// the reference's bytes.
+// attention_kernel instead of attention_pass2_kernel (LOCKSTEP_CUDA_ATTN=1)
+// or attention_pass_kernel (2), attention_pass2_kernel with 32 queries per
+// block (LOCKSTEP_CUDA_ATTN_Q=32), attention_kernel for the decode step
+// (LOCKSTEP_CUDA_ATTN_STEP=1), layernorm_rows_kernel (LOCKSTEP_CUDA_LN=2),
+// logits_kernel instead of logits2_kernel
+// (LOCKSTEP_CUDA_LOGITS=1), the step's copies back not overlapped
+// (LOCKSTEP_CUDA_OVERLAP=0), the decode attention letting its successor
+// start early (LOCKSTEP_CUDA_ATTN_EARLY) and every kernel launched plainly
+// (LOCKSTEP_CUDA_PDL=0): full passes, one prefill of every position (all
+// positions' logits, the cache) and cached steps over every position
+// equal the reference's bytes.
 TEST(CudaBackend, BatchedProductVariantsBytesEqualToReference) {
   SKIP_WITHOUT_DEVICE();
   const ls_gpt2_config configs[] = {
@@ -191,6 +198,14 @@ TEST(CudaBackend, BatchedProductVariantsBytesEqualToReference) {
                               {"LOCKSTEP_CUDA_SPLIT", "4"},
                               {"LOCKSTEP_CUDA_MATMUL", "1"},
                               {"LOCKSTEP_CUDA_ATTN", "1"},
+                              {"LOCKSTEP_CUDA_ATTN", "2"},
+                              {"LOCKSTEP_CUDA_ATTN_Q", "32"},
+                              {"LOCKSTEP_CUDA_ATTN_STEP", "1"},
+                              {"LOCKSTEP_CUDA_LN", "2"},
+                              {"LOCKSTEP_CUDA_LOGITS", "1"},
+                              {"LOCKSTEP_CUDA_OVERLAP", "0"},
+                              {"LOCKSTEP_CUDA_ATTN_EARLY", "1024"},
+                              {"LOCKSTEP_CUDA_ATTN_EARLY", "0"},
                               {"LOCKSTEP_CUDA_PDL", "0"}};
   uint64_t seed = 900;
   size_t compared = 0, differ = 0;
@@ -232,6 +247,22 @@ TEST(CudaBackend, BatchedProductVariantsBytesEqualToReference) {
       EXPECT_TRUE(BytesEqual(cache, want.cache)) << what << ": cache words";
       compared += cache.size();
       differ += CountDifferent(cache.data(), want.cache.data(), cache.size());
+      // Cached steps (the decode graph, its copies back, the decode
+      // attention and logits).
+      const Trace steps = RunTrace(*gpu, c, tokens, {});
+      for (int p = 0; p < c.n_ctx; ++p) {
+        EXPECT_TRUE(BytesEqual(steps.step_logits[size_t(p)],
+                               want.step_logits[size_t(p)]))
+            << what << ": step logits at position " << p;
+        differ += CountDifferent(steps.step_logits[size_t(p)].data(),
+                                 want.step_logits[size_t(p)].data(), V);
+        compared += V;
+      }
+      EXPECT_TRUE(BytesEqual(steps.cache, want.cache))
+          << what << ": cache words after the steps";
+      compared += steps.cache.size();
+      differ += CountDifferent(steps.cache.data(), want.cache.data(),
+                               steps.cache.size());
     }
   }
   std::printf("cuda batched product variants: %zu words compared, %zu differ\n",

@@ -86,7 +86,16 @@ class CudaBackend final : public Gpt2Backend {
            (graph_exec_ ? "" : ", no graph") + (pdl_ ? "" : ", no PDL") +
            (!q8_ && matmul_ == 1 ? ", matmul 1" : "") +
            (!q8_ && split_ ? ", split " + std::to_string(split_) : "") +
-           (attn_pass_ ? "" : ", attention 1") +
+           (attn_mode_ ? ", attention " + std::to_string(attn_mode_) : "") +
+           (attn_q_ != 16 ? ", attention q " + std::to_string(attn_q_) : "") +
+           (attn_step_ ? ", attention step 1" : "") +
+           (ln_mode_ ? ", layernorm 2" : "") +
+           (!q8_ && !overlap_wanted_ ? ", overlap 0" : "") +
+           (attn_early_ != 128
+                ? ", attention early " + std::to_string(attn_early_)
+                : "") +
+           (!q8_ && logits_mode_ ? ", logits 1" : "") +
+           (skip_ ? ", TIMING ONLY: kernels skipped, wrong results" : "") +
 #ifdef LOCKSTEP_CUDA_FAST
            ", fast: FMA and split sums, not the spec's bits" +
 #endif
@@ -112,6 +121,9 @@ class CudaBackend final : public Gpt2Backend {
     h_info_[cuda::Info::kTokens] = token;
     if (graph_exec_) {
       LS_CUDA(graph_launch(graph_exec_, stream_));
+      if (overlap_) {
+        return finish_overlapped(cache, cache_capacity, cache_len, logits);
+      }
     } else {
       enqueue_step();
     }
@@ -476,6 +488,8 @@ class CudaBackend final : public Gpt2Backend {
     const char* pdl = std::getenv("LOCKSTEP_CUDA_PDL");
     pdl_ = prop.major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
     LS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    const char* ov = std::getenv("LOCKSTEP_CUDA_OVERLAP");
+    overlap_wanted_ = !q8_ && !(ov && std::strcmp(ov, "0") == 0);
 
     const size_t C = size_t(c_.n_embd), P = size_t(positions_);
     const size_t V = size_t(c_.n_vocab);
@@ -539,8 +553,70 @@ class CudaBackend final : public Gpt2Backend {
 
     const int D = c_.n_embd / c_.n_head;
     attention_smem_ = cuda::attention_smem_floats(D, c_.n_ctx) * sizeof(float);
+    // LOCKSTEP_CUDA_ATTN: 1 attention_kernel everywhere, 2
+    // attention_pass_kernel for passes (the default, 0, uses
+    // attention_pass2_kernel for D = 64 where its shared memory fits);
+    // LOCKSTEP_CUDA_ATTN_EARLY: the decode attention lets its successor
+    // start at once below this position (else at its end; default 128).
     const char* at = std::getenv("LOCKSTEP_CUDA_ATTN");
-    attn_pass_ = !(at && std::strcmp(at, "1") == 0);
+    if (at && (std::strcmp(at, "1") == 0 || std::strcmp(at, "2") == 0)) {
+      attn_mode_ = at[0] - '0';
+    }
+    attn_pass_ = attn_mode_ != 1;
+    const char* ae = std::getenv("LOCKSTEP_CUDA_ATTN_EARLY");
+    if (ae) attn_early_ = std::atoi(ae);
+    // LOCKSTEP_CUDA_TIMING_SKIP (cuda_bench's device-step timings only; the
+    // results are wrong): kernels left out of every pass, a comma list of
+    // qkv, attn, proj, fc, out, logits.
+    if (const char* sk = std::getenv("LOCKSTEP_CUDA_TIMING_SKIP")) {
+      const std::string list = std::string(",") + sk + ",";
+      const std::pair<const char*, int> names[] = {
+          {",qkv,", kSkipQkv},   {",attn,", kSkipAttn},
+          {",proj,", kSkipProj}, {",fc,", kSkipFc},
+          {",out,", kSkipOut},   {",logits,", kSkipLogits}};
+      for (const auto& [nm, bit] : names) {
+        if (list.find(nm) != std::string::npos) skip_ |= bit;
+      }
+    }
+    const char* lg = std::getenv("LOCKSTEP_CUDA_LOGITS");
+    logits_mode_ = lg && std::strcmp(lg, "1") == 0 ? 1 : 0;
+    // LOCKSTEP_CUDA_ATTN_Q: attention_pass2_kernel's queries per block (16,
+    // the default, or 32).
+    const char* aq = std::getenv("LOCKSTEP_CUDA_ATTN_Q");
+    if (aq && std::strcmp(aq, "32") == 0) attn_q_ = 32;
+    attn_pass2_max_smem_ = size_t(prop.sharedMemPerBlockOptin);
+    // LOCKSTEP_CUDA_LN=2: layernorm_rows_kernel for n_embd a multiple of 16
+    // (measured slower on the H200; the default is layernorm_kernel).
+    const char* ln = std::getenv("LOCKSTEP_CUDA_LN");
+    if (ln && std::strcmp(ln, "2") == 0) ln_mode_ = 2;
+    if (cuda::layernorm_rows_smem(c_.n_embd) > 48 * 1024 &&
+        cuda::layernorm_rows_smem(c_.n_embd) <= attn_pass2_max_smem_) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::layernorm_rows_kernel,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(cuda::layernorm_rows_smem(c_.n_embd))));
+    }
+    // LOCKSTEP_CUDA_ATTN_STEP=1: attention_kernel<true> for the decode step
+    // (the default, 0, uses attention_step_kernel for D = 64).
+    const char* as = std::getenv("LOCKSTEP_CUDA_ATTN_STEP");
+    if (as && std::strcmp(as, "1") == 0) attn_step_ = 1;
+    {
+      const size_t st =
+          std::min(cuda::attention_step_smem(c_.n_ctx), attn_pass2_max_smem_);
+      if (st > 48 * 1024) {
+        LS_CUDA(cudaFuncSetAttribute(
+            cuda::attention_step_kernel,
+            cudaFuncAttributeMaxDynamicSharedMemorySize, int(st)));
+      }
+    }
+    for (int q : {16, 32}) {
+      const size_t ap2 = std::min(cuda::attention_pass2_smem(q, c_.n_ctx),
+                                  attn_pass2_max_smem_);
+      if (ap2 <= 48 * 1024) continue;
+      LS_CUDA(cudaFuncSetAttribute(q == 16 ? cuda::attention_pass2_kernel<16>
+                                           : cuda::attention_pass2_kernel<32>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(ap2)));
+    }
     if (cuda::attention_pass_smem(c_.n_ctx) > 48 * 1024) {
       LS_CUDA(cudaFuncSetAttribute(cuda::attention_pass_kernel,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -589,14 +665,44 @@ class CudaBackend final : public Gpt2Backend {
   void capture_step() {
     h_info_[0] = 0, h_info_[1] = 1, h_info_[2] = 0, h_info_[3] = 0;
     cudaGraph_t graph = nullptr;
+    // The overlapped copies back (finish_overlapped): the graph records
+    // ev_row_ once the last layer's q|k|v product has written the new cache
+    // row, and ev_la_ once the first part of the logits is computed, each
+    // from a branch of the capture (so the launches on stream_ keep their
+    // programmatic edges).
+    const size_t V = size_t(c_.n_vocab);
+    // LOCKSTEP_CUDA_LOGITS_SPLIT: the first part's share in sixteenths (8).
+    int sixteenths = 8;
+    if (const char* ls = std::getenv("LOCKSTEP_CUDA_LOGITS_SPLIT")) {
+      sixteenths = std::max(1, std::min(15, std::atoi(ls)));
+    }
+    v_split_ = int(V * size_t(sixteenths) / 16 / 16 * 16);
+    capturing_ = overlap_wanted_ && c_.n_layer > 0 && v_split_ > 0;
+    forks_ = 0;
     try {
+      if (capturing_) {
+        for (cudaEvent_t* e : {&ev_fork_, &ev_join_, &ev_row_, &ev_la_,
+                               &ev_row_done_, &ev_la_done_}) {
+          LS_CUDA(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+        }
+        LS_CUDA(cudaStreamCreateWithFlags(&cap_side_, cudaStreamNonBlocking));
+        LS_CUDA(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+      }
       LS_CUDA(
           cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       enqueue_step();
+      if (forks_ > 0) {
+        LS_CUDA(cudaEventRecord(ev_join_, cap_side_));
+        LS_CUDA(cudaStreamWaitEvent(stream_, ev_join_, 0));
+      }
       LS_CUDA(cudaStreamEndCapture(stream_, &graph));
       LS_CUDA(cudaGraphInstantiate(&graph_exec_, graph, 0));
       graph_ = graph;
+      overlap_ = capturing_ && forks_ == 2;
+      capturing_ = false;
     } catch (const Error&) {
+      capturing_ = false;
+      overlap_ = false;
       // Fall back to plain launches (slower, same bits).
       cudaGraph_t g = nullptr;
       cudaStreamEndCapture(stream_, &g);
@@ -614,6 +720,50 @@ class CudaBackend final : public Gpt2Backend {
                        cudaMemcpyHostToDevice, stream_));
     enqueue_layers(1, true);
     enqueue_final(0);
+  }
+
+  // During the step's capture (capturing_): an event record node `ext`
+  // (cudaEventRecordExternal, so work outside the graph can wait for it)
+  // after the last node on stream_, on a branch (cap_side_).
+  void fork_record(cudaEvent_t ext) {
+    if (!capturing_) return;
+    LS_CUDA(cudaEventRecord(ev_fork_, stream_));
+    LS_CUDA(cudaStreamWaitEvent(cap_side_, ev_fork_, 0));
+    LS_CUDA(cudaEventRecordWithFlags(ext, cap_side_, cudaEventRecordExternal));
+    ++forks_;
+  }
+
+  // finish() for a step replayed from the graph with its events: the new
+  // cache row is copied back (side_) as soon as the last layer has written
+  // it and copied into the caller's cache while the device computes the
+  // rest; the first part of the logits likewise while the second part is
+  // computed; then the rest of the logits with the flag. The same bytes
+  // reach the same places as with finish().
+  ls_status finish_overlapped(float* cache, size_t cache_capacity,
+                              size_t cache_len, float* logits) {
+    const size_t V = size_t(c_.n_vocab), S = size_t(v_split_);
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    LS_CUDA(cudaStreamWaitEvent(side_, ev_row_, 0));
+    LS_CUDA(cudaMemcpyAsync(h_stage_ + V + 1, d_cache_ + cache_len,
+                            row * sizeof(float), cudaMemcpyDeviceToHost,
+                            side_));
+    LS_CUDA(cudaEventRecord(ev_row_done_, side_));
+    LS_CUDA(cudaStreamWaitEvent(side_, ev_la_, 0));
+    LS_CUDA(cudaMemcpyAsync(h_stage_, d_logits_, S * sizeof(float),
+                            cudaMemcpyDeviceToHost, side_));
+    LS_CUDA(cudaEventRecord(ev_la_done_, side_));
+    LS_CUDA(copy_async(h_stage_ + S, d_logits_ + S, (V + 1 - S) * sizeof(float),
+                       cudaMemcpyDeviceToHost, stream_));
+    LS_CUDA(cudaEventSynchronize(ev_row_done_));
+    std::memcpy(cache + cache_len, h_stage_ + V + 1, row * sizeof(float));
+    LS_CUDA(cudaEventSynchronize(ev_la_done_));
+    std::memcpy(logits, h_stage_, S * sizeof(float));
+    LS_CUDA(cudaStreamSynchronize(stream_));
+    std::memcpy(logits + S, h_stage_ + S, (V - S) * sizeof(float));
+    int flag = 0;
+    std::memcpy(&flag, h_stage_ + V, sizeof(int));
+    note_synced(mirror_, cache, cache_capacity, cache_len + row);
+    return flag ? LS_ERR_OUTPUT_NONFINITE : LS_OK;
   }
 
   // Batches: device caches, logits and flags for n members (grown, never
@@ -704,7 +854,7 @@ class CudaBackend final : public Gpt2Backend {
                                kv);
       launch(cuda::attention_kernel<false>, dim3(c_.n_head, n),
              cuda::kAttnThreads, attention_smem_, d_qkvs_, kv, kv + C, row, C,
-             D, c_.n_ctx, d_info_, d_as_);
+             D, c_.n_ctx, d_info_, d_as_, 0);
       launched("attention");
       product_rows<cuda::kResidual>(d_as_, b.proj_w, b.proj_b, n, C, C, d_xs_,
                                     nullptr);
@@ -794,6 +944,14 @@ class CudaBackend final : public Gpt2Backend {
     h_info_ = h_flag_ = nullptr;
     h_stage_ = nullptr;
     if (stream_) cudaStreamDestroy(stream_);
+    if (side_) cudaStreamDestroy(side_);
+    if (cap_side_) cudaStreamDestroy(cap_side_);
+    side_ = cap_side_ = nullptr;
+    for (cudaEvent_t* e : {&ev_fork_, &ev_join_, &ev_row_, &ev_la_,
+                           &ev_row_done_, &ev_la_done_}) {
+      if (*e) cudaEventDestroy(*e);
+      *e = nullptr;
+    }
     stream_ = nullptr;
   }
 
@@ -970,6 +1128,23 @@ class CudaBackend final : public Gpt2Backend {
   // queries per block; same operations, same order).
   void attention(int n, const float* keys, const float* values, size_t stride) {
     const int C = c_.n_embd, D = C / c_.n_head;
+    // The keys a query of this pass attends to, at most.
+    const int keys_max = h_info_[cuda::Info::kFirst] + n;
+    const size_t ap2 = cuda::attention_pass2_smem(attn_q_, keys_max);
+    if (n > 1 && D == 64 && attn_mode_ == 0 && ap2 <= attn_pass2_max_smem_) {
+      const int pitch = cuda::attention_pass2_pitch(keys_max);
+      if (attn_q_ == 16) {
+        launch(cuda::attention_pass2_kernel<16>,
+               dim3(c_.n_head, ceil_div(n, 16)), 128, ap2, d_qkvs_, keys,
+               values, stride, C, n, pitch, d_info_, d_as_);
+      } else {
+        launch(cuda::attention_pass2_kernel<32>,
+               dim3(c_.n_head, ceil_div(n, 32)), 256, ap2, d_qkvs_, keys,
+               values, stride, C, n, pitch, d_info_, d_as_);
+      }
+      launched("attention pass2");
+      return;
+    }
     if (n > 1 && D <= 64 && attn_pass_) {
       launch(cuda::attention_pass_kernel,
              dim3(c_.n_head, ceil_div(n, cuda::kAttnQ)), cuda::kAttnThreads,
@@ -978,19 +1153,35 @@ class CudaBackend final : public Gpt2Backend {
       launched("attention pass");
       return;
     }
+    if (n == 1 && attn_pass_ && D == 64 && attn_step_ == 0 &&
+        cuda::attention_step_smem(c_.n_ctx) <= attn_pass2_max_smem_) {
+      launch(cuda::attention_step_kernel, c_.n_head, cuda::kAsThreads,
+             cuda::attention_step_smem(c_.n_ctx), d_qkvs_, keys, values, stride,
+             c_.n_ctx, d_info_, d_as_, attn_early_);
+      launched("attention step");
+      return;
+    }
     if (n == 1 && attn_pass_) {
       launch(cuda::attention_kernel<true>, dim3(c_.n_head, n),
              cuda::kAttnThreads, attention_smem_, d_qkvs_, keys, values, stride,
-             C, D, c_.n_ctx, d_info_, d_as_);
+             C, D, c_.n_ctx, d_info_, d_as_, attn_early_);
     } else {
       launch(cuda::attention_kernel<false>, dim3(c_.n_head, n),
              cuda::kAttnThreads, attention_smem_, d_qkvs_, keys, values, stride,
-             C, D, c_.n_ctx, d_info_, d_as_);
+             C, D, c_.n_ctx, d_info_, d_as_, 0);
     }
     launched("attention");
   }
 
   void layernorm(const float* x, size_t g_off, size_t b_off, int n, float* y) {
+    if (ln_mode_ == 2 && c_.n_embd % 16 == 0 &&
+        cuda::layernorm_rows_smem(c_.n_embd) <= attn_pass2_max_smem_) {
+      launch(cuda::layernorm_rows_kernel, ceil_div(n, 8), 256,
+             cuda::layernorm_rows_smem(c_.n_embd), x, d_w_ + g_off,
+             d_w_ + b_off, c_.n_embd, n, y);
+      launched("layernorm rows");
+      return;
+    }
     launch(cuda::layernorm_kernel, n, 256, size_t(c_.n_embd) * sizeof(float), x,
            d_w_ + g_off, d_w_ + b_off, c_.n_embd, y);
     launched("layernorm");
@@ -1013,18 +1204,27 @@ class CudaBackend final : public Gpt2Backend {
     for (int l = 0; l < c_.n_layer; ++l) {
       const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
       float* kv = with_cache ? d_cache_ + size_t(l) * 2 * C : nullptr;
-      product<cuda::kQkv>(d_xs_, true, b.ln1_g, b.ln1_b, b.attn_w, b.attn_b, n,
-                          C, 3 * C, d_qkvs_, kv);
+      if (!(skip_ & kSkipQkv)) {
+        product<cuda::kQkv>(d_xs_, true, b.ln1_g, b.ln1_b, b.attn_w, b.attn_b,
+                            n, C, 3 * C, d_qkvs_, kv);
+      }
+      if (l == c_.n_layer - 1) fork_record(ev_row_);
       const float* keys = with_cache ? kv : d_qkvs_ + C;
       const float* values = with_cache ? kv + C : d_qkvs_ + 2 * C;
       const size_t stride = with_cache ? row : size_t(3 * C);
-      attention(n, keys, values, stride);
-      product<cuda::kResidual>(d_as_, false, 0, 0, b.proj_w, b.proj_b, n, C, C,
-                               d_xs_, nullptr);
-      product<cuda::kGelu>(d_xs_, true, b.ln2_g, b.ln2_b, b.fc_w, b.fc_b, n, C,
-                           4 * C, d_fs_, nullptr);
-      product<cuda::kResidual>(d_fs_, false, 0, 0, b.out_w, b.out_b, n, 4 * C,
-                               C, d_xs_, nullptr);
+      if (!(skip_ & kSkipAttn)) attention(n, keys, values, stride);
+      if (!(skip_ & kSkipProj)) {
+        product<cuda::kResidual>(d_as_, false, 0, 0, b.proj_w, b.proj_b, n, C,
+                                 C, d_xs_, nullptr);
+      }
+      if (!(skip_ & kSkipFc)) {
+        product<cuda::kGelu>(d_xs_, true, b.ln2_g, b.ln2_b, b.fc_w, b.fc_b, n,
+                             C, 4 * C, d_fs_, nullptr);
+      }
+      if (!(skip_ & kSkipOut)) {
+        product<cuda::kResidual>(d_fs_, false, 0, 0, b.out_w, b.out_b, n, 4 * C,
+                                 C, d_xs_, nullptr);
+      }
     }
   }
 
@@ -1036,8 +1236,27 @@ class CudaBackend final : public Gpt2Backend {
     }
     const size_t lnf = ls_gpt2_lnf_offset(&c_);
     layernorm(d_xs_ + size_t(t) * c_.n_embd, lnf, lnf + c_.n_embd, 1, d_hf_);
-    launch(cuda::logits_kernel, ceil_div(c_.n_vocab, 16), 256, 0, d_hf_, d_w_,
-           c_.n_embd, c_.n_vocab, d_logits_, d_flag_);
+    if (capturing_) {
+      if (!(skip_ & kSkipLogits)) logits(0, v_split_);
+      fork_record(ev_la_);
+      if (!(skip_ & kSkipLogits)) logits(v_split_, c_.n_vocab);
+      return;
+    }
+    if (!(skip_ & kSkipLogits)) logits(0, c_.n_vocab);
+  }
+
+  // The logits of vocabulary rows [v0, v1) of the position in d_hf_.
+  void logits(int v0, int v1) {
+    const int C = c_.n_embd;
+    const float* w = d_w_ + size_t(v0) * size_t(C);
+    if (C == 768 && logits_mode_ == 0) {
+      launch(cuda::logits2_kernel<48>, ceil_div(v1 - v0, 8), 128, 0, d_hf_, w,
+             v1 - v0, d_logits_ + v0, d_flag_);
+      launched("logits2");
+      return;
+    }
+    launch(cuda::logits_kernel, ceil_div(v1 - v0, 16), 256, 0, d_hf_, w, C,
+           v1 - v0, d_logits_ + v0, d_flag_);
     launched("logits");
   }
 
@@ -1286,6 +1505,28 @@ class CudaBackend final : public Gpt2Backend {
   bool q8_fuse_ = true;    // LOCKSTEP_CUDA_Q8_FUSE
   bool pdl_ = true;        // LOCKSTEP_CUDA_PDL: programmatic dependent launch
   bool attn_pass_ = true;  // LOCKSTEP_CUDA_ATTN=1: attention_kernel<false>
+  int attn_mode_ = 0;      // LOCKSTEP_CUDA_ATTN (0: pass2, 1, 2)
+  enum {
+    kSkipQkv = 1,
+    kSkipAttn = 2,
+    kSkipProj = 4,
+    kSkipFc = 8,
+    kSkipOut = 16,
+    kSkipLogits = 32
+  };
+  int skip_ = 0;  // LOCKSTEP_CUDA_TIMING_SKIP (timings only)
+  // The step's overlapped copies back (LOCKSTEP_CUDA_OVERLAP=0: off).
+  bool overlap_wanted_ = false, overlap_ = false, capturing_ = false;
+  int forks_ = 0, v_split_ = 0;
+  cudaStream_t side_ = nullptr, cap_side_ = nullptr;
+  cudaEvent_t ev_fork_ = nullptr, ev_join_ = nullptr, ev_row_ = nullptr;
+  cudaEvent_t ev_la_ = nullptr, ev_row_done_ = nullptr, ev_la_done_ = nullptr;
+  int attn_early_ = 128;  // LOCKSTEP_CUDA_ATTN_EARLY
+  int attn_q_ = 16;       // LOCKSTEP_CUDA_ATTN_Q
+  int attn_step_ = 0;     // LOCKSTEP_CUDA_ATTN_STEP
+  int ln_mode_ = 0;       // LOCKSTEP_CUDA_LN (2: layernorm_rows_kernel)
+  int logits_mode_ = 0;   // LOCKSTEP_CUDA_LOGITS=1: logits_kernel
+  size_t attn_pass2_max_smem_ = 0;
   bool after_kernel_ = false;  // the stream's last operation was a kernel
   int sm_count_ = 1;
   uint8_t* d_wq_ = nullptr;

@@ -306,6 +306,7 @@ int run(int repeat, bool batches_only) {
            {"split2", "LOCKSTEP_CUDA_SPLIT", "2"},
            {"split4", "LOCKSTEP_CUDA_SPLIT", "4"},
            {"attn1", "LOCKSTEP_CUDA_ATTN", "1"},
+           {"attn2", "LOCKSTEP_CUDA_ATTN", "2"},
            {"no_pdl", "LOCKSTEP_CUDA_PDL", "0"}}) {
     setenv(var, val, 1);
     auto b = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 512);
@@ -313,6 +314,91 @@ int run(int repeat, bool batches_only) {
     out["prefill_" + name + "_backend_name"] = b->name();
     out["device_prefill_s_512_" + name] =
         cu::device_prefill_seconds(*b, tokens.data(), 512, repeat);
+  }
+
+  // Kernel and copy variants, each in its own backend (environment
+  // variables read at creation): decode at 0-127 and 896-1023 through the
+  // interface, the device step at 0 and 1023, and the 512-token prefill's
+  // kernels. LOCKSTEP_BENCH_VARIANTS replaces the list:
+  // "name:VAR=VAL,VAR=VAL;name2:...".
+  {
+    std::string spec =
+        "attn2:LOCKSTEP_CUDA_ATTN=2;attnq32:LOCKSTEP_CUDA_ATTN_Q=32;"
+        "step1:LOCKSTEP_CUDA_ATTN_STEP=1;ln2:LOCKSTEP_CUDA_LN=2;"
+        "logits1:LOCKSTEP_CUDA_LOGITS=1;no_overlap:LOCKSTEP_CUDA_OVERLAP=0;"
+        "early0:LOCKSTEP_CUDA_ATTN_EARLY=0;"
+        "early1024:LOCKSTEP_CUDA_ATTN_EARLY=1024;"
+        "split12:LOCKSTEP_CUDA_LOGITS_SPLIT=12;split4:LOCKSTEP_CUDA_LOGITS_"
+        "SPLIT=4";
+    if (const char* e = std::getenv("LOCKSTEP_BENCH_VARIANTS")) spec = e;
+    std::fprintf(stderr, "cuda_bench: variants\n");
+    size_t at = 0;
+    while (at < spec.size()) {
+      size_t end = spec.find(';', at);
+      if (end == std::string::npos) end = spec.size();
+      const std::string item = spec.substr(at, end - at);
+      at = end + 1;
+      const size_t colon = item.find(':');
+      if (colon == std::string::npos) continue;
+      const std::string name = item.substr(0, colon);
+      std::vector<std::string> vars;
+      size_t a = colon + 1;
+      while (a < item.size()) {
+        size_t e = item.find(',', a);
+        if (e == std::string::npos) e = item.size();
+        const std::string kv = item.substr(a, e - a);
+        a = e + 1;
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos) continue;
+        setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
+        vars.push_back(kv.substr(0, eq));
+      }
+      auto b = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 512);
+      for (const auto& v : vars) unsetenv(v.c_str());
+      const std::string k = "variant_" + name + "_";
+      out[k + "backend_name"] = b->name();
+      std::vector<double> runs, long_runs;
+      decode(*b, 0);
+      for (int r = 0; r < repeat; ++r) runs.push_back(decode(*b, 0));
+      decode(*b, c.n_ctx - span);
+      for (int r = 0; r < repeat; ++r) {
+        long_runs.push_back(decode(*b, c.n_ctx - span));
+      }
+      out[k + "decode_tokens_per_s_pos0_127"] = median(runs);
+      out[k + "decode_tokens_per_s_pos896_1023"] = median(long_runs);
+      out[k + "device_step_ms_pos0"] =
+          cu::device_step_seconds(*b, 0, tokens[0], 50) * 1e3;
+      out[k + "device_step_ms_pos1023"] =
+          cu::device_step_seconds(*b, 1023, tokens[1023], 50) * 1e3;
+      out[k + "device_prefill_s_512"] =
+          cu::device_prefill_seconds(*b, tokens.data(), 512, repeat);
+    }
+  }
+
+  // Where the device step's time goes inside the graph: the step's device
+  // time with kernels left out (LOCKSTEP_CUDA_TIMING_SKIP; the results are
+  // wrong, only the time is used). LOCKSTEP_BENCH_SKIPS replaces the list
+  // ("attn;logits;qkv,fc;...").
+  {
+    std::string spec = "attn;logits;qkv;proj;fc;out";
+    if (const char* e = std::getenv("LOCKSTEP_BENCH_SKIPS")) spec = e;
+    size_t at = 0;
+    while (at < spec.size()) {
+      size_t end = spec.find(';', at);
+      if (end == std::string::npos) end = spec.size();
+      const std::string item = spec.substr(at, end - at);
+      at = end + 1;
+      if (item.empty()) continue;
+      setenv("LOCKSTEP_CUDA_TIMING_SKIP", item.c_str(), 1);
+      auto b = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 16);
+      unsetenv("LOCKSTEP_CUDA_TIMING_SKIP");
+      std::string k = "variant_skip_" + item + "_";
+      std::replace(k.begin(), k.end(), ',', '_');
+      out[k + "device_step_ms_pos0"] =
+          cu::device_step_seconds(*b, 0, tokens[0], 50) * 1e3;
+      out[k + "device_step_ms_pos1023"] =
+          cu::device_step_seconds(*b, 1023, tokens[1023], 50) * 1e3;
+    }
   }
 
   // Grouped int8: the same weights quantized (docs/int8.md).
@@ -423,6 +509,7 @@ int run(int repeat, bool batches_only) {
                         "device_prefill_s_512_split2",
                         "device_prefill_s_512_split4",
                         "device_prefill_s_512_attn1",
+                        "device_prefill_s_512_attn2",
                         "device_prefill_s_512_no_pdl",
                         "infer128_s",
                         "batch1_decode_tokens_per_s_pos0_127",
@@ -448,6 +535,11 @@ int run(int repeat, bool batches_only) {
                         "q8_unfused_device_step_ms_pos0"}) {
     if (out.contains(k)) {
       std::fprintf(stderr, "%-40s %14.4f\n", k, out[k].get<double>());
+    }
+  }
+  for (const auto& [key, val] : out.items()) {
+    if (key.rfind("variant_", 0) == 0 && val.is_number()) {
+      std::fprintf(stderr, "%-48s %14.4f\n", key.c_str(), val.get<double>());
     }
   }
   for (const char* k : {"profile_ms_pos0", "profile_ms_pos1023",

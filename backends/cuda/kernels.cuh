@@ -255,6 +255,63 @@ __global__ void layernorm_kernel(const float* __restrict__ x,
   for (int k = threadIdx.x; k < C; k += blockDim.x) yr[k] = d[k];
 }
 
+// §2.3 LayerNorm of n rows of C (C a multiple of 16; the default since
+// 2026-12-02 evening, LOCKSTEP_CUDA_LN=1 keeps layernorm_kernel): one warp
+// per row, 8 rows per block, no block barrier. The row is staged in the
+// warp's shared memory, §2.1 block b (L = C / 16 floats) at b * (L + 1), so
+// that lane b < 16 reads its block without bank conflicts; lane b sums
+// block b in k order from +0.0, the tree across the lanes (both sums), and
+// the same divisions, square root and y = (d * r) * g + b as
+// layernorm_row. Dynamic shared memory: layernorm_rows_smem(C).
+inline size_t layernorm_rows_smem(int C) {
+  return size_t(8) * 16 * size_t(C / 16 + 1) * sizeof(float);
+}
+
+__global__ void __launch_bounds__(256)
+    layernorm_rows_kernel(const float* x, const float* __restrict__ g,
+                          const float* __restrict__ b, int C, int n,
+                          float* __restrict__ y) {
+  extern __shared__ float lnsm[];
+  pdl_launch_dependents();
+  pdl_wait();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int row = blockIdx.x * 8 + warp;
+  if (row >= n) return;  // the whole warp: no block barrier below
+  const int L = C / 16, P = L + 1;
+  float* d = lnsm + warp * 16 * P;
+  const float* xr = x + static_cast<size_t>(row) * C;
+  // x is written by the kernels before: coherent loads.
+  for (int k = lane; k < C; k += 32) d[(k / L) * P + k % L] = __ldcg(xr + k);
+  __syncwarp();
+  const float nf = static_cast<float>(C);
+  const float* mine = d + (lane & 15) * P;
+  float acc = 0.0f;
+  if (lane < 16) {
+    for (int k = 0; k < L; ++k) acc = __fadd_rn(acc, mine[k]);
+  }
+  acc = tree16_lanes(acc);
+  const float mean = __fdiv_rn(__shfl_sync(0xffffffffu, acc, 0), nf);
+  __syncwarp();
+  for (int k = lane; k < C; k += 32) {
+    float* e = d + (k / L) * P + k % L;
+    *e = __fsub_rn(*e, mean);
+  }
+  __syncwarp();
+  acc = 0.0f;
+  if (lane < 16) {
+    for (int k = 0; k < L; ++k)
+      acc = __fadd_rn(acc, __fmul_rn(mine[k], mine[k]));
+  }
+  acc = tree16_lanes(acc);
+  const float var = __fdiv_rn(__shfl_sync(0xffffffffu, acc, 0), nf);
+  const float r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, kLnEps)));
+  float* yr = y + static_cast<size_t>(row) * C;
+  for (int k = lane; k < C; k += 32) {
+    yr[k] =
+        __fadd_rn(__fmul_rn(__fmul_rn(d[(k / L) * P + k % L], r), g[k]), b[k]);
+  }
+}
+
 // What a matrix product does with y = dot + bias for output (t, o).
 enum Epilogue {
   kStore = 0,     // y[t][o] = v
@@ -1082,7 +1139,7 @@ __global__ void __launch_bounds__(kAttnThreads)
     attention_kernel(const float* __restrict__ qkv, const float* keys,
                      const float* values, size_t stride, int C, int D,
                      int n_ctx, const int* __restrict__ info,
-                     float* __restrict__ out) {
+                     float* __restrict__ out, int early_below) {
   extern __shared__ float sm[];
   float* q = sm;
   float* sc = sm + D;
@@ -1093,6 +1150,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   pdl_wait();
   const int t = blockIdx.y;
   const int last = row_position(info, t);  // attends to 0 .. last
+  // kPre: a short context (last < early_below, LOCKSTEP_CUDA_ATTN_EARLY)
+  // lets the successor start now, so that it loads its weights while this
+  // kernel runs; a long one only at the end.
+  if (kPre && last < early_below) pdl_launch_dependents();
   // A batch: row t's own cache.
   keys += row_cache_offset(info, t);
   values += row_cache_offset(info, t);
@@ -1498,6 +1559,465 @@ __global__ void __launch_bounds__(kAttnThreads)
   }
 }
 
+// §6 attention for a pass over n > 1 positions of one sequence again
+// (prefill, full pass; the default for D = 64 since 2026-12-02 evening,
+// LOCKSTEP_CUDA_ATTN=2 keeps attention_pass_kernel): every query's
+// operations and their order are attention_kernel's. kAp2Q = 32
+// consecutive queries of head blockIdx.x per block, the tiles visited
+// heaviest first (tile gridDim.y - 1 - blockIdx.y attends to the most
+// keys), keys and values staged 64 positions at a time in shared memory
+// (the next chunk's loads in flight), and each thread owning several
+// outputs (register tiles), so that shared-memory loads are shared by
+// several products:
+//  - scores: warp w takes queries 4w .. 4w + 3, lane l keys l and l + 32 of
+//    the chunk: 8 dot products per thread, each §2.1's 16 blocks of 4 in k
+//    order from +0.0, the blocks visited in bit-reversed order (0, 8, 4,
+//    12, ...) and combined as they come exactly as the halving tree pairs
+//    them (Tree16Counter), then the division by sqrt(D);
+//  - the maximum and exp by 8 threads per query; §2.4's sum sequential in j
+//    from +0.0 by one thread per query; p[j] = e[j] / S by 8 threads per
+//    query;
+//  - §2.5: lane l of warp w: queries 4w + 2 (l / 16) and the next one,
+//    components 4 (l % 16) .. + 3: 8 sums, each out[d] = +0.0 then + p[j] *
+//    v_j[d] in j order.
+// Dynamic shared memory: attention_pass2_smem(keys_max), keys_max the
+// largest number of keys a query of the pass attends to (first + n).
+// kQ (32 or 16, LOCKSTEP_CUDA_ATTN_Q) queries per block, 8 * kQ threads.
+constexpr int kAp2Chunk = 64, kAp2KPitch = 68;
+
+// The scores' row pitch: a multiple of 4 (float4 rows) that is 4 mod 16, so
+// that rows two apart fall in different banks.
+inline int attention_pass2_pitch(int keys_max) {
+  return (keys_max + 15) / 16 * 16 + 4;
+}
+inline size_t attention_pass2_smem(int kQ, int keys_max) {
+  return (size_t(kQ) * 64 + size_t(kAp2Chunk) * kAp2KPitch +
+          size_t(kQ) * size_t(attention_pass2_pitch(keys_max))) *
+         sizeof(float);
+}
+
+// §2.1's halving tree over 16 block sums that arrive in bit-reversed order
+// of their blocks (visit p holds block rev4(p): 0, 8, 4, 12, 2, 10, 6, 14,
+// 1, 9, ...): each pair, quad and octet is combined as soon as it is
+// complete, which is exactly tree16's pairing (s[i] + s[i + 8], then
+// + the h = 4 partner, ...), with 4 pending values instead of 16. feed(p,
+// s) with p known at compile time (unrolled loops).
+struct Tree16Counter {
+  float p0, p1, p2, p3, result;
+  __device__ __forceinline__ void feed(int p, float s) {
+    if (p % 2 == 0) {
+      p0 = s;
+      return;
+    }
+    float t = __fadd_rn(p0, s);  // s[i] + s[i + 8]
+    if (p % 4 == 1) {
+      p1 = t;
+      return;
+    }
+    t = __fadd_rn(p1, t);  // t[i] + t[i + 4]
+    if (p % 8 == 3) {
+      p2 = t;
+      return;
+    }
+    t = __fadd_rn(p2, t);  // u[i] + u[i + 2]
+    if (p == 7) {
+      p3 = t;
+      return;
+    }
+    result = __fadd_rn(p3, t);  // w[0] + w[1]
+  }
+};
+
+__device__ __forceinline__ constexpr int rev4(int p) {
+  return ((p & 1) << 3) | ((p & 2) << 1) | ((p & 4) >> 1) | ((p & 8) >> 3);
+}
+
+// §2.1 block of 4: +0.0, then + q[k] * k[k] in k order.
+__device__ __forceinline__ float dot4_block(float4 q, float4 k) {
+  float acc = 0.0f;
+  acc = madd(acc, q.x, k.x);
+  acc = madd(acc, q.y, k.y);
+  acc = madd(acc, q.z, k.z);
+  acc = madd(acc, q.w, k.w);
+  return acc;
+}
+
+template <int kAp2Q>
+__global__ void __launch_bounds__(8 * kAp2Q, 64 / kAp2Q)
+    attention_pass2_kernel(const float* qkv, const float* keys,
+                           const float* values, size_t stride, int C, int n,
+                           int pitch, const int* __restrict__ info,
+                           float* __restrict__ out) {
+  extern __shared__ __align__(16) float ap2sm[];
+  float* qs = ap2sm;                         // [kAp2Q][64]
+  float* kvs = qs + kAp2Q * 64;              // [kAp2Chunk][kAp2KPitch or 64]
+  float* sc = kvs + kAp2Chunk * kAp2KPitch;  // [kAp2Q][pitch]
+  __shared__ float total_s[kAp2Q];
+  constexpr int kThreads = 8 * kAp2Q, kPerT = 1024 / kThreads;
+  pdl_launch_dependents();
+  pdl_wait();
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tile = int(gridDim.y) - 1 - int(blockIdx.y);  // heaviest first
+  const int t0 = tile * kAp2Q;
+  const int nq = min(kAp2Q, n - t0);         // queries of this block
+  const int first = row_position(info, t0);  // query q attends 0 .. first+q
+  const int keys_n = first + nq;             // keys the block needs
+  const size_t off = static_cast<size_t>(blockIdx.x) * 64;
+  const float4 zero4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  // q|k|v, the keys and values are written by the kernels before:
+  // coherent loads (L2), not the read-only path.
+  for (int i = tid; i < kAp2Q * 16; i += kThreads) {
+    const int q = i / 16, c4 = i % 16;
+    reinterpret_cast<float4*>(qs)[i] =
+        q < nq ? __ldcg(reinterpret_cast<const float4*>(
+                     qkv + static_cast<size_t>(t0 + q) * 3 * C + off + 4 * c4))
+               : zero4;
+  }
+  // A chunk of 64 keys or values into registers (1024 / kThreads float4
+  // per thread), the next chunk's loads issued before the current chunk is
+  // used.
+  float4 pre[kPerT];
+  auto load_chunk = [&](const float* src, int j0) {
+#pragma unroll
+    for (int u = 0; u < kPerT; ++u) {
+      const int i = tid + u * kThreads, r = i / 16, c4 = i % 16;
+      pre[u] =
+          j0 + r < keys_n
+              ? __ldcg(reinterpret_cast<const float4*>(
+                    src + static_cast<size_t>(j0 + r) * stride + off + 4 * c4))
+              : zero4;
+    }
+  };
+  auto store_chunk = [&](int kpitch) {
+#pragma unroll
+    for (int u = 0; u < kPerT; ++u) {
+      const int i = tid + u * kThreads, r = i / 16, c4 = i % 16;
+      *reinterpret_cast<float4*>(kvs + r * kpitch + 4 * c4) = pre[u];
+    }
+  };
+  const float scale = __fsqrt_rn(64.0f);
+  const int qb = 4 * warp;
+  load_chunk(keys, 0);
+  for (int j0 = 0; j0 < keys_n; j0 += kAp2Chunk) {
+    __syncthreads();  // the previous chunk's keys are used (and qs written)
+    store_chunk(kAp2KPitch);
+    __syncthreads();
+    if (j0 + kAp2Chunk < keys_n) load_chunk(keys, j0 + kAp2Chunk);
+    // Any of this thread's 8 scores needed (key j0 + lane is its lowest)?
+    if (qb < nq && j0 + lane <= first + qb + 3) {
+      Tree16Counter tr[4][2];
+      const float* kp0 = kvs + lane * kAp2KPitch;
+      const float* kp1 = kvs + (lane + 32) * kAp2KPitch;
+#pragma unroll
+      for (int p = 0; p < 16; ++p) {
+        const int b = rev4(p);
+        const float4 k0 = *reinterpret_cast<const float4*>(kp0 + 4 * b);
+        const float4 k1 = *reinterpret_cast<const float4*>(kp1 + 4 * b);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float4 qv =
+              *reinterpret_cast<const float4*>(qs + (qb + i) * 64 + 4 * b);
+          tr[i][0].feed(p, dot4_block(qv, k0));
+          tr[i][1].feed(p, dot4_block(qv, k1));
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int q = qb + i;
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int j = j0 + lane + 32 * u;
+          if (q < nq && j <= first + q) {
+            sc[q * pitch + j] = __fdiv_rn(tr[i][u].result, scale);
+          }
+        }
+      }
+    }
+  }
+  // The first chunk of values, in flight during the softmax.
+  load_chunk(values, 0);
+  __syncthreads();
+  // The maximum and exp: 8 threads per query.
+  const int qs8 = qb + (lane >> 3), l8 = lane & 7;
+  {
+    float* row = sc + qs8 * pitch;
+    const int last = first + qs8;
+    float m = 0.0f;
+    if (qs8 < nq) {
+      m = row[0];
+      for (int j = l8; j <= last; j += 8) m = row[j] > m ? row[j] : m;
+    }
+#pragma unroll
+    for (int h = 4; h >= 1; h /= 2) {
+      const float o = __shfl_xor_sync(0xffffffffu, m, h, 8);
+      m = o > m ? o : m;
+    }
+    if (qs8 < nq) {
+      for (int j = l8; j <= last; j += 8) row[j] = exp32(__fsub_rn(row[j], m));
+    }
+  }
+  __syncthreads();
+  // §2.4's sum, sequential in j from +0.0: thread q for query q (terms read
+  // eight ahead of their additions).
+  if (tid < nq) {
+    const float* row = sc + tid * pitch;
+    const int cnt = first + tid + 1;
+    float s = 0.0f;
+    int j = 0;
+    for (; j + 8 <= cnt; j += 8) {
+      const float4 a = *reinterpret_cast<const float4*>(row + j);
+      const float4 b = *reinterpret_cast<const float4*>(row + j + 4);
+      s = __fadd_rn(s, a.x);
+      s = __fadd_rn(s, a.y);
+      s = __fadd_rn(s, a.z);
+      s = __fadd_rn(s, a.w);
+      s = __fadd_rn(s, b.x);
+      s = __fadd_rn(s, b.y);
+      s = __fadd_rn(s, b.z);
+      s = __fadd_rn(s, b.w);
+    }
+    for (; j < cnt; ++j) s = __fadd_rn(s, row[j]);
+    total_s[tid] = s;
+  }
+  __syncthreads();
+  if (qs8 < nq) {
+    float* row = sc + qs8 * pitch;
+    const float total = total_s[qs8];
+    for (int j = l8; j <= first + qs8; j += 8)
+      row[j] = __fdiv_rn(row[j], total);
+  }
+  // §2.5.
+  const int qa = qb + 2 * (lane >> 4), dd = 4 * (lane & 15);
+  const int lim0 = qa < nq ? first + qa + 1 : 0;  // keys of query qa
+  const int lim1 = qa + 1 < nq ? first + qa + 2 : 0;
+  float a0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, a1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int j0 = 0; j0 < keys_n; j0 += kAp2Chunk) {
+    __syncthreads();  // p is written; the previous chunk's values are used
+    store_chunk(64);
+    __syncthreads();
+    if (j0 + kAp2Chunk < keys_n) load_chunk(values, j0 + kAp2Chunk);
+    const int e0 = min(kAp2Chunk, lim0 - j0), e1 = min(kAp2Chunk, lim1 - j0);
+    const int both = max(0, min(e0, e1)), most = max(e0, e1);
+    const float* pa = sc + qa * pitch + j0;
+    const float* pb = pa + pitch;
+    int r = 0;
+    for (; r + 4 <= both; r += 4) {
+      const float4 x0 = *reinterpret_cast<const float4*>(pa + r);
+      const float4 x1 = *reinterpret_cast<const float4*>(pb + r);
+      const float w0[4] = {x0.x, x0.y, x0.z, x0.w};
+      const float w1[4] = {x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const float4 v =
+            *reinterpret_cast<const float4*>(kvs + (r + u) * 64 + dd);
+        a0[0] = madd(a0[0], w0[u], v.x);
+        a0[1] = madd(a0[1], w0[u], v.y);
+        a0[2] = madd(a0[2], w0[u], v.z);
+        a0[3] = madd(a0[3], w0[u], v.w);
+        a1[0] = madd(a1[0], w1[u], v.x);
+        a1[1] = madd(a1[1], w1[u], v.y);
+        a1[2] = madd(a1[2], w1[u], v.z);
+        a1[3] = madd(a1[3], w1[u], v.w);
+      }
+    }
+    for (; r < most; ++r) {
+      const float4 v = *reinterpret_cast<const float4*>(kvs + r * 64 + dd);
+      if (r < e0) {
+        const float w = pa[r];
+        a0[0] = madd(a0[0], w, v.x);
+        a0[1] = madd(a0[1], w, v.y);
+        a0[2] = madd(a0[2], w, v.z);
+        a0[3] = madd(a0[3], w, v.w);
+      }
+      if (r < e1) {
+        const float w = pb[r];
+        a1[0] = madd(a1[0], w, v.x);
+        a1[1] = madd(a1[1], w, v.y);
+        a1[2] = madd(a1[2], w, v.z);
+        a1[3] = madd(a1[3], w, v.w);
+      }
+    }
+  }
+  if (qa < nq) {
+    *reinterpret_cast<float4*>(out + static_cast<size_t>(t0 + qa) * C + off +
+                               dd) = make_float4(a0[0], a0[1], a0[2], a0[3]);
+  }
+  if (qa + 1 < nq) {
+    *reinterpret_cast<float4*>(out + static_cast<size_t>(t0 + qa + 1) * C +
+                               off + dd) =
+        make_float4(a1[0], a1[1], a1[2], a1[3]);
+  }
+}
+
+// cp.async (sm_80 and later): 16 bytes from global memory (L2, coherent)
+// into shared memory without passing through registers; groups committed
+// and waited for.
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem)
+               : "memory");
+#else
+  *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+// Waits until at most kPending of this thread's committed groups are in
+// flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+#endif
+}
+
+// §6 attention of the one-position decode step (one sequence, D = 64; the
+// default since 2026-12-02 evening, LOCKSTEP_CUDA_ATTN_STEP=1 keeps
+// attention_kernel<true>): head blockIdx.x, the query at position last =
+// info[kFirst] attending to 0 .. last. attention_kernel's operations in its
+// order, with fewer registers (so that its blocks fit beside the q|k|v
+// product's and start while it runs) and fewer phases:
+//  - the values of the first two rounds of 64 positions are copied into
+//    shared memory (cp.async) right after the wait, each later round as
+//    soon as its buffer is free;
+//  - s[j] = dot(q, k_j) / sqrt(D) (§2.1: 16 blocks of 4 in k order from
+//    +0.0, the tree) by thread j (and j + 256, ...);
+//  - the maximum (each thread from s[0] over its j, a butterfly, then the
+//    8 warps' in order: equal to the sequential scan's but for the sign of
+//    a zero maximum, which no exp(s - m) can see), e[j] = exp(s[j] - m);
+//  - §2.4's sum S sequential in j from +0.0, computed by every thread (the
+//    same additions in the same order: no broadcast needed), p[j] = e[j] /
+//    S into a second array;
+//  - §2.5: thread d < 64: out[d] = +0.0, then + p[j] * v_j[d] in j order.
+// Dynamic shared memory: attention_step_smem(n_ctx) bytes. early_below:
+// below that position the successor is let start at once (it then loads
+// its weights while this kernel runs), else at the end.
+constexpr int kAsThreads = 256, kAsRound = 64;
+
+inline size_t attention_step_smem(int n_ctx) {
+  const size_t nc = (size_t(n_ctx) + 3) / 4 * 4;
+  return (2 * nc + 64 + 2 * size_t(kAsRound) * 64) * sizeof(float);
+}
+
+__global__ void __launch_bounds__(kAsThreads)
+    attention_step_kernel(const float* qkv, const float* keys,
+                          const float* values, size_t stride, int n_ctx,
+                          const int* __restrict__ info, float* out,
+                          int early_below) {
+  extern __shared__ __align__(16) float assm[];
+  const size_t nc = (size_t(n_ctx) + 3) / 4 * 4;
+  float* sc = assm;     // scores, then e[j]
+  float* pr = sc + nc;  // p[j]
+  float* qs = pr + nc;  // the query
+  float* vs = qs + 64;  // two rounds of values [2][kAsRound][64]
+  __shared__ float red[kAsThreads / 32];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // info is written before the step's first kernel (not by a kernel).
+  const int last = info[Info::kFirst];  // attends to 0 .. last
+  const bool early = last < early_below;
+  if (early) pdl_launch_dependents();
+  pdl_wait();
+  const size_t off = static_cast<size_t>(blockIdx.x) * 64;
+  auto stage = [&](int r) {  // round r: positions r * kAsRound ...
+    const int j0 = r * kAsRound;
+    if (j0 <= last) {
+      const int cnt = min(kAsRound, last + 1 - j0);
+      float* dst = vs + (r & 1) * kAsRound * 64;
+      for (int i = tid; i < cnt * 16; i += kAsThreads) {
+        const int rr = i >> 4, c4 = i & 15;
+        cp_async16(
+            dst + rr * 64 + 4 * c4,
+            values + static_cast<size_t>(j0 + rr) * stride + off + 4 * c4);
+      }
+    }
+    cp_async_commit();  // possibly empty: one group per round
+  };
+  stage(0);
+  stage(1);
+  // The first key's loads before the query's barrier.
+  float4 kv[16];
+  auto load_key = [&](int j) {
+    const float4* kp4 = reinterpret_cast<const float4*>(
+        keys + static_cast<size_t>(j) * stride + off);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) kv[i] = __ldcg(kp4 + i);
+  };
+  if (tid <= last) load_key(tid);
+  if (tid < 16) {
+    reinterpret_cast<float4*>(qs)[tid] =
+        __ldcg(reinterpret_cast<const float4*>(qkv + off) + tid);
+  }
+  __syncthreads();
+  const float scale = __fsqrt_rn(64.0f);
+  for (int j = tid; j <= last; j += kAsThreads) {
+    if (j != tid) load_key(j);
+    float s[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      s[i] = dot4_block(reinterpret_cast<const float4*>(qs)[i], kv[i]);
+    }
+    sc[j] = __fdiv_rn(tree16(s), scale);
+  }
+  __syncthreads();
+  float m = sc[0];
+  for (int j = tid; j <= last; j += kAsThreads) m = sc[j] > m ? sc[j] : m;
+#pragma unroll
+  for (int h = 16; h >= 1; h /= 2) {
+    const float o = __shfl_xor_sync(0xffffffffu, m, h);
+    m = o > m ? o : m;
+  }
+  if (lane == 0) red[warp] = m;
+  __syncthreads();
+  m = red[0];
+#pragma unroll
+  for (int w = 1; w < kAsThreads / 32; ++w) m = red[w] > m ? red[w] : m;
+  for (int j = tid; j <= last; j += kAsThreads) {
+    sc[j] = exp32(__fsub_rn(sc[j], m));
+  }
+  __syncthreads();
+  // §2.4's sum by every thread (broadcast reads, eight terms ahead).
+  float S = 0.0f;
+  {
+    int j = 0;
+    for (; j + 8 <= last + 1; j += 8) {
+      const float4 a = *reinterpret_cast<const float4*>(sc + j);
+      const float4 b = *reinterpret_cast<const float4*>(sc + j + 4);
+      S = __fadd_rn(S, a.x);
+      S = __fadd_rn(S, a.y);
+      S = __fadd_rn(S, a.z);
+      S = __fadd_rn(S, a.w);
+      S = __fadd_rn(S, b.x);
+      S = __fadd_rn(S, b.y);
+      S = __fadd_rn(S, b.z);
+      S = __fadd_rn(S, b.w);
+    }
+    for (; j <= last; ++j) S = __fadd_rn(S, sc[j]);
+  }
+  for (int j = tid; j <= last; j += kAsThreads) pr[j] = __fdiv_rn(sc[j], S);
+  // §2.5, round by round.
+  float a = 0.0f;
+  for (int r = 0; r * kAsRound <= last; ++r) {
+    cp_async_wait<1>();  // round r has arrived (r + 1 may be in flight)
+    __syncthreads();     // ... for every thread; and p is written
+    const int j0 = r * kAsRound, cnt = min(kAsRound, last + 1 - j0);
+    if (tid < 64) {
+      const float* vb = vs + (r & 1) * kAsRound * 64 + tid;
+      const float* pp = pr + j0;
+#pragma unroll 8
+      for (int jj = 0; jj < cnt; ++jj) a = madd(a, pp[jj], vb[jj * 64]);
+    }
+    __syncthreads();  // the buffer is free
+    stage(r + 2);
+  }
+  cp_async_wait<0>();
+  if (!early) pdl_launch_dependents();
+  if (tid < 64) out[off + tid] = a;
+}
+
 // §6 output: logits[v] = dot(h, wte[v]) (§2.1, no bias) for one position;
 // sets *flag when one is not finite. 256 threads: 16 vocabulary rows, each
 // summed by the 16 lanes of a half warp (lane b: block b, in k order), the
@@ -1555,6 +2075,83 @@ __global__ void __launch_bounds__(256)
     const float* wp = wte + static_cast<size_t>(v) * C;
     for (int k = 0; k < C; ++k) s = madd(s, h[k], __ldg(wp + k));
   }
+  if (b == 0 && v < V) {
+    logits[v] = s;
+    if (!(__fsub_rn(s, s) == 0.0f)) *flag = 1;
+  }
+}
+
+// The logits again (logits_kernel's operations in its order: 16 lanes of a
+// half warp the 16 §2.1 blocks of a vocabulary row, lane b summing block b
+// in k order from +0.0, the tree across the lanes), for C = 16 * kLen with
+// whole loads: a warp reads its two rows of wte as 6 * kLen / 48 float4 per
+// lane, 512 contiguous bytes per load instruction (logits_kernel's lanes
+// read 192-byte runs, so each instruction touches half sectors), before the
+// wait, then passes them through shared memory (per warp, block b's kLen
+// floats at b * (kLen + 4), so that the lanes' float4 reads fall in
+// different banks) to the lane that sums them. 128 threads: 8 rows.
+// LOCKSTEP_CUDA_LOGITS=1 keeps logits_kernel.
+template <int kLen>
+__global__ void __launch_bounds__(128)
+    logits2_kernel(const float* h, const float* __restrict__ wte, int V,
+                   float* __restrict__ logits, int* flag) {
+  constexpr int C = 16 * kLen, kPitch = kLen + 4, kRow = 16 * kPitch;
+  constexpr int kPer = C / 4 / 32;  // float4 per lane per row
+  static_assert(kLen % 4 == 0 && (kPitch / 4) % 2 == 1 && C % 128 == 0,
+                "logits2_kernel: kLen");
+  __shared__ __align__(16) float buf[4][2 * kRow];
+  __shared__ __align__(16) float hs[kRow];  // h, block b at b * kPitch
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int v0 = blockIdx.x * 8 + 2 * warp;  // this warp's rows v0, v0 + 1
+  pdl_launch_dependents();
+  float4 wv[2][kPer];
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const float4* wp4 =
+        reinterpret_cast<const float4*>(wte + static_cast<size_t>(v0 + rr) * C);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      wv[rr][i] = v0 + rr < V ? __ldg(wp4 + i * 32 + lane)
+                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+  float* wb = buf[warp];
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int m = i * 32 + lane;  // float4 m of the row: k = 4m .. 4m + 3
+      const int blk = m / (kLen / 4), pos = 4 * (m % (kLen / 4));
+      *reinterpret_cast<float4*>(wb + rr * kRow + blk * kPitch + pos) =
+          wv[rr][i];
+    }
+  }
+  pdl_wait();
+  // h is written by the kernel before (ln_f), which may still have been
+  // running when this one started: loaded once per block with coherent
+  // loads (L2), not through the read-only or L1 path (which may hold lines
+  // from before), into shared memory in the weights' layout.
+  for (int m = threadIdx.x; m < C / 4; m += 128) {
+    *reinterpret_cast<float4*>(hs + (m / (kLen / 4)) * kPitch +
+                               4 * (m % (kLen / 4))) =
+        __ldcg(reinterpret_cast<const float4*>(h) + m);
+  }
+  __syncthreads();
+  const int rr = lane / 16, b = lane % 16;
+  const int v = v0 + rr;
+  const float* hp = hs + b * kPitch;
+  const float* wr = wb + rr * kRow + b * kPitch;
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kLen / 4; ++i) {
+    const float4 hv = *reinterpret_cast<const float4*>(hp + 4 * i);
+    const float4 w4 = *reinterpret_cast<const float4*>(wr + 4 * i);
+    s = madd(s, hv.x, w4.x);
+    s = madd(s, hv.y, w4.y);
+    s = madd(s, hv.z, w4.z);
+    s = madd(s, hv.w, w4.w);
+  }
+  s = tree16_lanes(s);
   if (b == 0 && v < V) {
     logits[v] = s;
     if (!(__fsub_rn(s, s) == 0.0f)) *flag = 1;
