@@ -10,7 +10,11 @@
 /* ACSL (docs/proofs.md): §2.1's order in binary32 as logic, as in
  * ls_ops64.c: ls_seq_dot32 the sequential sum of [lo, hi) from +0.0,
  * ls_blk32 block b's sum, ls_dot32_tree the halving tree over the 16
- * blocks; ls_tree16_of(s) the same tree over the values of s[0..16). */
+ * blocks; ls_tree16_of(s) the same tree over the values of s[0..16), with
+ * ls_t8_32 .. ls_t1_32 its levels (s[i] once 8, 4, 2, 1 sums are live). In
+ * ls_tree16 the loop invariants are stated per level (h == 8 ==> ...), not
+ * through one function of the level: Qed then substitutes h and each goal
+ * sees one level's definitions (docs/proofs.md). */
 /*@ axiomatic LsDot32 {
       logic float ls_seq_dot32{L}(float* x, float* w, integer stride,
                                   integer lo, integer hi)
@@ -30,11 +34,9 @@
       ls_add32(ls_t8_32(s, i), ls_t8_32(s, i + 4));
     logic float ls_t2_32{L}(float* s, integer i) =
       ls_add32(ls_t4_32(s, i), ls_t4_32(s, i + 2));
-    logic float ls_tree16_of{L}(float* s) =
-      ls_add32(ls_t2_32(s, 0), ls_t2_32(s, 1));
-    logic float ls_lvl32{L}(float* s, integer m, integer i) =
-      m == 16 ? s[i] : m == 8 ? ls_t8_32(s, i) : m == 4 ? ls_t4_32(s, i) :
-      m == 2 ? ls_t2_32(s, i) : ls_tree16_of(s);
+    logic float ls_t1_32{L}(float* s, integer i) =
+      ls_add32(ls_t2_32(s, i), ls_t2_32(s, i + 1));
+    logic float ls_tree16_of{L}(float* s) = ls_t1_32(s, 0);
 
     logic float ls_blk32{L}(float* x, float* w, integer stride,
                             integer len, integer b) =
@@ -69,23 +71,53 @@
 */
 static float ls_tree16(float* s) {
   /*@ loop invariant h == 8 || h == 4 || h == 2 || h == 1 || h == 0;
-      for order: loop invariant h > 0 ==> \forall integer i;
-        0 <= i < 2 * h ==> ls_same32(s[i], ls_lvl32{Pre}(s, 2 * h, i));
+      for order: loop invariant h == 8 ==> \forall integer k; 0 <= k < 16 ==>
+        ls_same32(s[k], \at(s[k], Pre));
+      for order: loop invariant h == 4 ==> \forall integer k; 0 <= k < 8 ==>
+        ls_same32(s[k], ls_t8_32{Pre}(s, k));
+      for order: loop invariant h == 2 ==> \forall integer k; 0 <= k < 4 ==>
+        ls_same32(s[k], ls_t4_32{Pre}(s, k));
+      for order: loop invariant h == 1 ==> \forall integer k; 0 <= k < 2 ==>
+        ls_same32(s[k], ls_t2_32{Pre}(s, k));
       for order: loop invariant h == 0 ==>
-        ls_same32(s[0], ls_tree16_of{Pre}(s));
+        ls_same32(s[0], ls_t1_32{Pre}(s, 0));
       loop assigns h, s[0 .. 7];
       loop variant h;
   */
   for (int h = 8; h >= 1; h /= 2) {
     /*@ loop invariant 0 <= i <= h;
-        for order: loop invariant \forall integer j; 0 <= j < i ==>
-          ls_same32(s[j], ls_lvl32{Pre}(s, h, j));
-        for order: loop invariant \forall integer j; i <= j < 16 ==>
-          ls_same32(s[j], \at(s[j], LoopEntry));
+        for order: loop invariant h == 8 ==> \forall integer j; 0 <= j < 16 ==>
+          ls_same32(s[j], j < i ? ls_t8_32{Pre}(s, j) : \at(s[j], Pre));
+        for order: loop invariant h == 4 ==> \forall integer j; 0 <= j < 8 ==>
+          ls_same32(s[j], j < i ? ls_t4_32{Pre}(s, j) : ls_t8_32{Pre}(s, j));
+        for order: loop invariant h == 2 ==> \forall integer j; 0 <= j < 4 ==>
+          ls_same32(s[j], j < i ? ls_t2_32{Pre}(s, j) : ls_t4_32{Pre}(s, j));
+        for order: loop invariant h == 1 ==>
+          ls_same32(s[0], i > 0 ? ls_t1_32{Pre}(s, 0) : ls_t2_32{Pre}(s, 0)) &&
+          ls_same32(s[1], ls_t2_32{Pre}(s, 1));
         loop assigns i, s[0 .. h - 1];
         loop variant h - i;
     */
-    for (int i = 0; i < h; ++i) s[i] = s[i] + s[i + h];
+    for (int i = 0; i < h; ++i)
+      /*@ for order: assert \let k = i; h == 8 ==>
+            ls_same32(s[k], \at(s[k], Pre)) &&
+            ls_same32(s[k + 8], \at(s[k + 8], Pre)); */
+      /*@ for order: assert h == 8 ==>
+            ls_same32(ls_add32(s[i], s[i + h]), ls_t8_32{Pre}(s, i)); */
+      /*@ for order: assert h == 4 ==> ls_same32(s[i], ls_t8_32{Pre}(s, i)) &&
+            ls_same32(s[i + 4], ls_t8_32{Pre}(s, i + 4)); */
+      /*@ for order: assert h == 4 ==>
+            ls_same32(ls_add32(s[i], s[i + h]), ls_t4_32{Pre}(s, i)); */
+      /*@ for order: assert h == 2 ==> ls_same32(s[i], ls_t4_32{Pre}(s, i)) &&
+            ls_same32(s[i + 2], ls_t4_32{Pre}(s, i + 2)); */
+      /*@ for order: assert h == 2 ==>
+            ls_same32(ls_add32(s[i], s[i + h]), ls_t2_32{Pre}(s, i)); */
+      /*@ for order: assert h == 1 ==> i == 0 &&
+            ls_same32(s[0], ls_t2_32{Pre}(s, 0)) &&
+            ls_same32(s[1], ls_t2_32{Pre}(s, 1)); */
+      /*@ for order: assert h == 1 ==>
+            ls_same32(ls_add32(s[i], s[i + h]), ls_t1_32{Pre}(s, 0)); */
+      s[i] = s[i] + s[i + h];
   }
   return s[0];
 }
@@ -94,7 +126,7 @@ static float ls_tree16(float* s) {
     requires \forall integer k; 0 <= k < n ==> \valid_read(w + k * stride);
     assigns \nothing;
     behavior order:
-      ensures ls_dot32_spec((float*)x, (float*)w, n, stride, \result);
+      ensures ls_dot32_spec{Pre}((float*)x, (float*)w, n, stride, \result);
 */
 float ls_dot32(const float* x, const float* w, int n, int stride) {
   if (n > 0 && n % 16 == 0) {
@@ -103,7 +135,7 @@ float ls_dot32(const float* x, const float* w, int n, int stride) {
     /*@ assert n == 16 * len; */
     /*@ loop invariant 0 <= blk <= 16;
         for order: loop invariant \forall integer b; 0 <= b < blk ==>
-          ls_same32(s[b], ls_blk32((float*)x, (float*)w, stride, len, b));
+          ls_same32(s[b], ls_blk32{Pre}((float*)x, (float*)w, stride, len, b));
         loop assigns blk, s[0 .. 15];
         loop variant 16 - blk;
     */
@@ -112,16 +144,33 @@ float ls_dot32(const float* x, const float* w, int n, int stride) {
       /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
           for order: loop invariant ls_same32(acc,
-            ls_seq_dot32((float*)x, (float*)w, stride, blk * len, k));
+            ls_seq_dot32{Pre}((float*)x, (float*)w, stride, blk * len, k));
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
       for (int k = blk * len; k < (blk + 1) * len; ++k) {
         /*@ assert \valid_read(w + k * stride); */
+        /*@ for order: assert \let i = k; \let c = k * stride;
+              ls_same32(x[i], \at(x[i], Pre)) &&
+              ls_same32(w[c], \at(w[c], Pre)); */
         acc = acc + x[k] * w[(long)k * stride];
       }
       s[blk] = acc;
     }
+    /*@ for order: assert \forall integer i; 0 <= i < 8 ==> ls_same32(
+          ls_t8_32(&s[0], i),
+          ls_xt8_32{Pre}((float*)x, (float*)w, stride, len, i));
+    */
+    /*@ for order: assert \forall integer i; 0 <= i < 4 ==> ls_same32(
+          ls_t4_32(&s[0], i),
+          ls_xt4_32{Pre}((float*)x, (float*)w, stride, len, i));
+    */
+    /*@ for order: assert \forall integer i; 0 <= i < 2 ==> ls_same32(
+          ls_t2_32(&s[0], i),
+          ls_xt2_32{Pre}((float*)x, (float*)w, stride, len, i));
+    */
+    /*@ for order: assert ls_same32(ls_tree16_of(&s[0]),
+          ls_dot32_tree{Pre}((float*)x, (float*)w, stride, len)); */
     return ls_tree16(s);
   }
   float acc = 0.0f;
