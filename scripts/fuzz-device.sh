@@ -199,6 +199,28 @@ cmd_start() {
   [ "$dry" = 1 ] || taskset -c "$cores" true 2>/dev/null ||
     die "taskset cannot use cores $cores here ($(nproc --all) online)"
   local n=${#list[@]}
+  # Each harness once on the empty input (the tokenizer loads its files):
+  # a harness that cannot start here fails now, not after S seconds. An
+  # unlimited stack with 31-32 bits of mmap entropy gives ASan (LLVM 19)
+  # a memory layout it cannot use: the stack limit is made finite, and
+  # if a harness still dies, it is retried with ASLR off (setarch -R).
+  [ "$(ulimit -s)" != unlimited ] || ulimit -s 8192
+  export LOCKSTEP_GPT2_DATA=$root/data/gpt2
+  local pre=() smoke=$work/smoke
+  mkdir -p "$smoke"
+  if [ "$dry" = 0 ]; then
+    for h in "${all[@]}"; do
+      (cd "$smoke" && timeout 60 ${pre[@]+"${pre[@]}"} "$work/root/build/fuzz/fuzz_$h" \
+        -runs=0 </dev/null >"$smoke/$h.log" 2>&1) && continue
+      if [ ${#pre[@]} -eq 0 ] && setarch "$(uname -m)" -R true 2>/dev/null; then
+        pre=(setarch "$(uname -m)" -R)
+        (cd "$smoke" && timeout 60 ${pre[@]+"${pre[@]}"} "$work/root/build/fuzz/fuzz_$h" \
+          -runs=0 </dev/null >"$smoke/$h.log" 2>&1) && continue
+      fi
+      tail -20 "$smoke/$h.log" >&2
+      die "fuzz_$h does not run here (log above: $smoke/$h.log)"
+    done
+  fi
   # Leave 15 s for the unpacking above, the start of the workers, and
   # their exit (an input of the differential can take seconds).
   local fuzz_s=$((seconds - ($(date +%s) - t0) - 15))
@@ -275,18 +297,18 @@ cmd_start() {
     echo "seconds $seconds"
     echo "fuzz_seconds $fuzz_s"
     echo "cores $cores"
+    echo "prefix ${pre[*]:-none}"
     for h in "${!cpus[@]}"; do echo "harness $h ${want[$h]} ${cpus[$h]}"; done
   } >"$out/campaign.info"
   # The campaign, detached: each harness is one scripts/fuzz.sh with its
   # workers, pinned to its cores; a hard wall-clock stop behind
   # libFuzzer's own limit.
   (
-    export LOCKSTEP_GPT2_DATA=$root/data/gpt2
     for h in "${!cpus[@]}"; do
       (
         rc=0
         timeout -s TERM -k 5 $((fuzz_s + 8)) \
-          nice -n "$nice_n" taskset -c "${cpus[$h]}" \
+          nice -n "$nice_n" taskset -c "${cpus[$h]}" ${pre[@]+"${pre[@]}"} \
           bash "$work/root/scripts/fuzz.sh" --no-build \
           --build "$work/root/build" --out "$work/out" \
           --seconds "$fuzz_s" --workers "${want[$h]}" "fuzz_$h" \
@@ -386,6 +408,7 @@ cmd_wait() {
 {
   "machine": {"cpu": $(json_str "$model"), "threads_per_core": $(json_str "$(lscpu | sed -n 's/^Thread(s) per core: *//p')"), "cpus_online": $(nproc --all), "host": $(json_str "$(uname -n)"), "kernel": $(json_str "$(uname -r)")},
   "cores": "$(awk '/^cores/{print $2}' "$out/campaign.info")",
+  "launcher_prefix": $(json_str "$(awk '/^prefix/{$1=""; print substr($0,2)}' "$out/campaign.info")"),
   "seconds_requested": $secs,
   "wall_seconds": $((t1 - t0)),
   "fuzz_seconds": $fuzz_s,
