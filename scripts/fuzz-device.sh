@@ -59,18 +59,18 @@ usage() {
 
 # "2-4,7" -> "2 3 4 7"
 expand_cores() {
-  local part out=()
+  local part acc=()
   IFS=, read -ra parts <<<"$1"
   for part in "${parts[@]}"; do
     if [[ $part =~ ^([0-9]+)-([0-9]+)$ ]]; then
-      out+=($(seq "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"))
+      acc+=($(seq "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"))
     elif [[ $part =~ ^[0-9]+$ ]]; then
-      out+=("$part")
+      acc+=("$part")
     else
       die "bad core list '$1'"
     fi
   done
-  echo "${out[@]}"
+  echo "${acc[@]}"
 }
 
 cmd_pack() {
