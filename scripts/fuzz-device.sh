@@ -195,6 +195,8 @@ cmd_start() {
   [ ! -e "$out/campaign.pid" ] || die "$out already holds a campaign"
   [ -d "$root/data/gpt2" ] || die "no $root/data/gpt2 (the tokenizer's files)"
   [ "$dry" = 1 ] || unpack
+  [[ $cores =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
+    die "bad core list '$cores' (say 3-15 or 0,2,4-7)"
   local list=($(expand_cores "$cores"))
   [ "$dry" = 1 ] || taskset -c "$cores" true 2>/dev/null ||
     die "taskset cannot use cores $cores here ($(nproc --all) online)"
