@@ -163,7 +163,7 @@ if [ "$test_rc" -ne 0 ]; then
   for v in LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_PDL=0 \
     "LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_PDL=0" LOCKSTEP_CUDA_ATTN=2 \
     LOCKSTEP_CUDA_ATTN_STEP=1 LOCKSTEP_CUDA_ATTN_Q=32 LOCKSTEP_CUDA_LOGITS=1 \
-    LOCKSTEP_CUDA_OVERLAP=0; do
+    LOCKSTEP_CUDA_LN=1 LOCKSTEP_CUDA_OVERLAP=0; do
     (
       export $v
       run ./build-gpu/tests/cuda_backend_test --gtest_color=no \

@@ -48,7 +48,7 @@ if [ "$rc" -ne 0 ]; then
   # Which change: again with each of the newer kernels replaced by the one
   # before it.
   for v in LOCKSTEP_CUDA_ATTN=1 LOCKSTEP_CUDA_ATTN_STEP=1 LOCKSTEP_CUDA_ATTN_Q=32 \
-    LOCKSTEP_CUDA_LOGITS=1 LOCKSTEP_CUDA_OVERLAP=0; do
+    LOCKSTEP_CUDA_LOGITS=1 LOCKSTEP_CUDA_LN=1 LOCKSTEP_CUDA_OVERLAP=0; do
     env $v "$bin/cuda_backend_test" --gtest_color=no \
       --gtest_filter='CudaBackend.*:CudaGpt2_124M.*' 2>&1 |
       grep -E "^\[  (PASSED|FAILED) |differ" | sed "s/^/$v: /" |

@@ -172,7 +172,8 @@ TEST(CudaBackend, LargerSizesBlockShapesBytesEqualToReference) {
 // attention_kernel instead of attention_pass2_kernel (LOCKSTEP_CUDA_ATTN=1)
 // or attention_pass_kernel (2), attention_pass2_kernel with 32 queries per
 // block (LOCKSTEP_CUDA_ATTN_Q=32), attention_kernel for the decode step
-// (LOCKSTEP_CUDA_ATTN_STEP=1), layernorm_rows_kernel (LOCKSTEP_CUDA_LN=2),
+// (LOCKSTEP_CUDA_ATTN_STEP=1), layernorm_kernel (LOCKSTEP_CUDA_LN=1), the
+// products' splits swapped (LOCKSTEP_CUDA_SPLITS),
 // logits_kernel instead of logits2_kernel
 // (LOCKSTEP_CUDA_LOGITS=1), the step's copies back not overlapped
 // (LOCKSTEP_CUDA_OVERLAP=0), the decode attention letting its successor
@@ -201,7 +202,8 @@ TEST(CudaBackend, BatchedProductVariantsBytesEqualToReference) {
                               {"LOCKSTEP_CUDA_ATTN", "2"},
                               {"LOCKSTEP_CUDA_ATTN_Q", "32"},
                               {"LOCKSTEP_CUDA_ATTN_STEP", "1"},
-                              {"LOCKSTEP_CUDA_LN", "2"},
+                              {"LOCKSTEP_CUDA_LN", "1"},
+                              {"LOCKSTEP_CUDA_SPLITS", "4,2,4,2"},
                               {"LOCKSTEP_CUDA_LOGITS", "1"},
                               {"LOCKSTEP_CUDA_OVERLAP", "0"},
                               {"LOCKSTEP_CUDA_ATTN_EARLY", "1024"},

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -86,10 +87,16 @@ class CudaBackend final : public Gpt2Backend {
            (graph_exec_ ? "" : ", no graph") + (pdl_ ? "" : ", no PDL") +
            (!q8_ && matmul_ == 1 ? ", matmul 1" : "") +
            (!q8_ && split_ ? ", split " + std::to_string(split_) : "") +
+           (!q8_ && (splits_[0] || splits_[1] || splits_[2] || splits_[3])
+                ? ", splits " + std::to_string(splits_[0]) + "," +
+                      std::to_string(splits_[1]) + "," +
+                      std::to_string(splits_[2]) + "," +
+                      std::to_string(splits_[3])
+                : "") +
            (attn_mode_ ? ", attention " + std::to_string(attn_mode_) : "") +
            (attn_q_ != 16 ? ", attention q " + std::to_string(attn_q_) : "") +
            (attn_step_ ? ", attention step 1" : "") +
-           (ln_mode_ ? ", layernorm 2" : "") +
+           (ln_mode_ ? ", layernorm 1" : "") +
            (!q8_ && !overlap_wanted_ ? ", overlap 0" : "") +
            (attn_early_ != 128
                 ? ", attention early " + std::to_string(attn_early_)
@@ -485,6 +492,10 @@ class CudaBackend final : public Gpt2Backend {
     if (mm && std::strcmp(mm, "1") == 0) matmul_ = 1;
     const char* sp = std::getenv("LOCKSTEP_CUDA_SPLIT");
     if (sp) split_ = std::atoi(sp);
+    if (const char* ss = std::getenv("LOCKSTEP_CUDA_SPLITS")) {
+      std::sscanf(ss, "%d,%d,%d,%d", &splits_[0], &splits_[1], &splits_[2],
+                  &splits_[3]);
+    }
     const char* pdl = std::getenv("LOCKSTEP_CUDA_PDL");
     pdl_ = prop.major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
     LS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -585,13 +596,14 @@ class CudaBackend final : public Gpt2Backend {
     const char* aq = std::getenv("LOCKSTEP_CUDA_ATTN_Q");
     if (aq && std::strcmp(aq, "32") == 0) attn_q_ = 32;
     attn_pass2_max_smem_ = size_t(prop.sharedMemPerBlockOptin);
-    // LOCKSTEP_CUDA_LN=2: layernorm_rows_kernel for n_embd a multiple of 16
-    // (measured slower on the H200; the default is layernorm_kernel).
+    // LOCKSTEP_CUDA_LN=1: layernorm_kernel everywhere (the default, 0, uses
+    // layernorm_rows_kernel for more than one row, n_embd a multiple of
+    // 16).
     const char* ln = std::getenv("LOCKSTEP_CUDA_LN");
-    if (ln && std::strcmp(ln, "2") == 0) ln_mode_ = 2;
+    if (ln && std::strcmp(ln, "1") == 0) ln_mode_ = 1;
     if (cuda::layernorm_rows_smem(c_.n_embd) > 48 * 1024 &&
         cuda::layernorm_rows_smem(c_.n_embd) <= attn_pass2_max_smem_) {
-      LS_CUDA(cudaFuncSetAttribute(cuda::layernorm_rows_kernel,
+      LS_CUDA(cudaFuncSetAttribute(cuda::layernorm_rows_kernel<0>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(cuda::layernorm_rows_smem(c_.n_embd))));
     }
@@ -1066,7 +1078,18 @@ class CudaBackend final : public Gpt2Backend {
       x = d_hs_;
     }
     if (matmul_ == 2) {
-      const int S = K % 16 == 0 ? split_for(n, N) : 1;
+      // LOCKSTEP_CUDA_SPLITS: the split of q|k|v, attention out, MLP in, MLP
+      // out (0: by shape).
+      const int which = kEpi == cuda::kQkv    ? 0
+                        : kEpi == cuda::kGelu ? 2
+                        : K == c_.n_embd      ? 1
+                                              : 3;
+      int S = K % 16 == 0 ? split_for(n, N) : 1;
+      const int forced = splits_[which];
+      if (K % 16 == 0 && (forced == 1 || forced == 2 || forced == 4) &&
+          size_t(forced) * size_t(n) * size_t(N) <= mpartial_floats_) {
+        S = forced;
+      }
       const dim3 grid(ceil_div(N, cuda::kTile), ceil_div(n, cuda::kTile), S);
       if (K % 16 == 0) {
         launch(cuda::matmul2_kernel<kEpi, true>, grid, 256,
@@ -1174,9 +1197,12 @@ class CudaBackend final : public Gpt2Backend {
   }
 
   void layernorm(const float* x, size_t g_off, size_t b_off, int n, float* y) {
-    if (ln_mode_ == 2 && c_.n_embd % 16 == 0 &&
+    // One row (ln_f of a step): layernorm_kernel, 2 us faster there.
+    if (ln_mode_ == 0 && n > 1 && c_.n_embd % 16 == 0 &&
         cuda::layernorm_rows_smem(c_.n_embd) <= attn_pass2_max_smem_) {
-      launch(cuda::layernorm_rows_kernel, ceil_div(n, 8), 256,
+      launch(c_.n_embd == 768 ? cuda::layernorm_rows_kernel<48>
+                              : cuda::layernorm_rows_kernel<0>,
+             ceil_div(n, cuda::kLnRows), 32 * cuda::kLnRows,
              cuda::layernorm_rows_smem(c_.n_embd), x, d_w_ + g_off,
              d_w_ + b_off, c_.n_embd, n, y);
       launched("layernorm rows");
@@ -1521,11 +1547,12 @@ class CudaBackend final : public Gpt2Backend {
   cudaStream_t side_ = nullptr, cap_side_ = nullptr;
   cudaEvent_t ev_fork_ = nullptr, ev_join_ = nullptr, ev_row_ = nullptr;
   cudaEvent_t ev_la_ = nullptr, ev_row_done_ = nullptr, ev_la_done_ = nullptr;
-  int attn_early_ = 128;  // LOCKSTEP_CUDA_ATTN_EARLY
-  int attn_q_ = 16;       // LOCKSTEP_CUDA_ATTN_Q
-  int attn_step_ = 0;     // LOCKSTEP_CUDA_ATTN_STEP
-  int ln_mode_ = 0;       // LOCKSTEP_CUDA_LN (2: layernorm_rows_kernel)
-  int logits_mode_ = 0;   // LOCKSTEP_CUDA_LOGITS=1: logits_kernel
+  int attn_early_ = 128;          // LOCKSTEP_CUDA_ATTN_EARLY
+  int splits_[4] = {0, 0, 0, 0};  // LOCKSTEP_CUDA_SPLITS
+  int attn_q_ = 16;               // LOCKSTEP_CUDA_ATTN_Q
+  int attn_step_ = 0;             // LOCKSTEP_CUDA_ATTN_STEP
+  int ln_mode_ = 0;               // LOCKSTEP_CUDA_LN (1: layernorm_kernel)
+  int logits_mode_ = 0;           // LOCKSTEP_CUDA_LOGITS=1: logits_kernel
   size_t attn_pass2_max_smem_ = 0;
   bool after_kernel_ = false;  // the stream's last operation was a kernel
   int sm_count_ = 1;

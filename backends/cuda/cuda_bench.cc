@@ -164,9 +164,10 @@ int run(int repeat, bool batches_only) {
       out["prefill_" + k + "_tokens_per_s"] = n / s;
       out["prefill_" + k + "_gflops"] = flops_for(n) / s / 1e9;
       out["prefill_" + k + "_vs_nonfma_peak"] = flops_for(n) / s / peak;
-      // The kernels alone (no cache rows or logits copied back).
-      const double dev =
-          cu::device_prefill_seconds(*be, tokens.data(), n, repeat);
+      // The kernels alone (no cache rows or logits copied back; median of
+      // 20 or more).
+      const double dev = cu::device_prefill_seconds(*be, tokens.data(), n,
+                                                    std::max(repeat, 20));
       out["device_prefill_s_" + k] = dev;
       out["device_prefill_" + k + "_tokens_per_s"] = n / dev;
       out["device_prefill_" + k + "_vs_nonfma_peak"] =
@@ -324,12 +325,17 @@ int run(int repeat, bool batches_only) {
   {
     std::string spec =
         "attn2:LOCKSTEP_CUDA_ATTN=2;attnq32:LOCKSTEP_CUDA_ATTN_Q=32;"
-        "step1:LOCKSTEP_CUDA_ATTN_STEP=1;ln2:LOCKSTEP_CUDA_LN=2;"
+        "step1:LOCKSTEP_CUDA_ATTN_STEP=1;ln1:LOCKSTEP_CUDA_LN=1;"
         "logits1:LOCKSTEP_CUDA_LOGITS=1;no_overlap:LOCKSTEP_CUDA_OVERLAP=0;"
         "early0:LOCKSTEP_CUDA_ATTN_EARLY=0;"
         "early1024:LOCKSTEP_CUDA_ATTN_EARLY=1024;"
-        "split12:LOCKSTEP_CUDA_LOGITS_SPLIT=12;split4:LOCKSTEP_CUDA_LOGITS_"
-        "SPLIT=4";
+        "split12:LOCKSTEP_CUDA_LOGITS_SPLIT=12;"
+        "split4:LOCKSTEP_CUDA_LOGITS_SPLIT=4;"
+        "p_default:LOCKSTEP_CUDA_SPLITS=0,0,0,0;p_ln1:LOCKSTEP_CUDA_LN=1;"
+        "p_q4:LOCKSTEP_CUDA_SPLITS=4,0,0,0;p_p2:LOCKSTEP_CUDA_SPLITS=0,2,0,0;"
+        "p_p1:LOCKSTEP_CUDA_SPLITS=0,1,0,0;p_f4:LOCKSTEP_CUDA_SPLITS=0,0,4,0;"
+        "p_o2:LOCKSTEP_CUDA_SPLITS=0,0,0,2;p_default2:LOCKSTEP_CUDA_SPLITS=0,0,"
+        "0,0";
     if (const char* e = std::getenv("LOCKSTEP_BENCH_VARIANTS")) spec = e;
     std::fprintf(stderr, "cuda_bench: variants\n");
     size_t at = 0;
@@ -357,6 +363,12 @@ int run(int repeat, bool batches_only) {
       for (const auto& v : vars) unsetenv(v.c_str());
       const std::string k = "variant_" + name + "_";
       out[k + "backend_name"] = b->name();
+      // Names starting "p_": the prefill's kernels only.
+      if (name.rfind("p_", 0) == 0) {
+        out[k + "device_prefill_s_512"] = cu::device_prefill_seconds(
+            *b, tokens.data(), 512, std::max(repeat, 20));
+        continue;
+      }
       std::vector<double> runs, long_runs;
       decode(*b, 0);
       for (int r = 0; r < repeat; ++r) runs.push_back(decode(*b, 0));
@@ -370,8 +382,8 @@ int run(int repeat, bool batches_only) {
           cu::device_step_seconds(*b, 0, tokens[0], 50) * 1e3;
       out[k + "device_step_ms_pos1023"] =
           cu::device_step_seconds(*b, 1023, tokens[1023], 50) * 1e3;
-      out[k + "device_prefill_s_512"] =
-          cu::device_prefill_seconds(*b, tokens.data(), 512, repeat);
+      out[k + "device_prefill_s_512"] = cu::device_prefill_seconds(
+          *b, tokens.data(), 512, std::max(repeat, 20));
     }
   }
 

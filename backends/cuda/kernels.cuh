@@ -255,19 +255,22 @@ __global__ void layernorm_kernel(const float* __restrict__ x,
   for (int k = threadIdx.x; k < C; k += blockDim.x) yr[k] = d[k];
 }
 
-// §2.3 LayerNorm of n rows of C (C a multiple of 16; the default since
+// §2.3 LayerNorm of n > 1 rows of C (C a multiple of 16; the default since
 // 2026-12-02 evening, LOCKSTEP_CUDA_LN=1 keeps layernorm_kernel): one warp
-// per row, 8 rows per block, no block barrier. The row is staged in the
-// warp's shared memory, §2.1 block b (L = C / 16 floats) at b * (L + 1), so
+// per row, kLnRows rows per block, no block
+// barrier. The row is staged in the warp's shared memory, §2.1 block b (L
+// = C / 16 floats; kL = L known at compile time, or 0) at b * (L + 1), so
 // that lane b < 16 reads its block without bank conflicts; lane b sums
 // block b in k order from +0.0, the tree across the lanes (both sums), and
 // the same divisions, square root and y = (d * r) * g + b as
 // layernorm_row. Dynamic shared memory: layernorm_rows_smem(C).
+constexpr int kLnRows = 2;
 inline size_t layernorm_rows_smem(int C) {
-  return size_t(8) * 16 * size_t(C / 16 + 1) * sizeof(float);
+  return size_t(kLnRows) * 16 * size_t(C / 16 + 1) * sizeof(float);
 }
 
-__global__ void __launch_bounds__(256)
+template <int kL>
+__global__ void __launch_bounds__(32 * kLnRows)
     layernorm_rows_kernel(const float* x, const float* __restrict__ g,
                           const float* __restrict__ b, int C, int n,
                           float* __restrict__ y) {
@@ -275,9 +278,9 @@ __global__ void __launch_bounds__(256)
   pdl_launch_dependents();
   pdl_wait();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row = blockIdx.x * 8 + warp;
+  const int row = blockIdx.x * kLnRows + warp;
   if (row >= n) return;  // the whole warp: no block barrier below
-  const int L = C / 16, P = L + 1;
+  const int L = kL ? kL : C / 16, P = L + 1;
   float* d = lnsm + warp * 16 * P;
   const float* xr = x + static_cast<size_t>(row) * C;
   // x is written by the kernels before: coherent loads.
@@ -287,6 +290,7 @@ __global__ void __launch_bounds__(256)
   const float* mine = d + (lane & 15) * P;
   float acc = 0.0f;
   if (lane < 16) {
+#pragma unroll 16
     for (int k = 0; k < L; ++k) acc = __fadd_rn(acc, mine[k]);
   }
   acc = tree16_lanes(acc);
@@ -299,8 +303,10 @@ __global__ void __launch_bounds__(256)
   __syncwarp();
   acc = 0.0f;
   if (lane < 16) {
-    for (int k = 0; k < L; ++k)
+#pragma unroll 16
+    for (int k = 0; k < L; ++k) {
       acc = __fadd_rn(acc, __fmul_rn(mine[k], mine[k]));
+    }
   }
   acc = tree16_lanes(acc);
   const float var = __fdiv_rn(__shfl_sync(0xffffffffu, acc, 0), nf);
@@ -1632,6 +1638,15 @@ __device__ __forceinline__ constexpr int rev4(int p) {
   return ((p & 1) << 3) | ((p & 2) << 1) | ((p & 4) >> 1) | ((p & 8) >> 3);
 }
 
+// A score's division by sqrt(64) = 8 (§6) for D = 64, as the product by
+// 0.125: both are the correctly rounded value of the same real number x *
+// 2^-3 (0.125 is exact), so the bits are the division's for every x,
+// subnormal results and infinities included (and a NaN stays a NaN); one
+// instruction instead of the division's sequence.
+__device__ __forceinline__ float score_div8(float x) {
+  return __fmul_rn(x, 0.125f);
+}
+
 // §2.1 block of 4: +0.0, then + q[k] * k[k] in k order.
 __device__ __forceinline__ float dot4_block(float4 q, float4 k) {
   float acc = 0.0f;
@@ -1695,7 +1710,6 @@ __global__ void __launch_bounds__(8 * kAp2Q, 64 / kAp2Q)
       *reinterpret_cast<float4*>(kvs + r * kpitch + 4 * c4) = pre[u];
     }
   };
-  const float scale = __fsqrt_rn(64.0f);
   const int qb = 4 * warp;
   load_chunk(keys, 0);
   for (int j0 = 0; j0 < keys_n; j0 += kAp2Chunk) {
@@ -1728,7 +1742,7 @@ __global__ void __launch_bounds__(8 * kAp2Q, 64 / kAp2Q)
         for (int u = 0; u < 2; ++u) {
           const int j = j0 + lane + 32 * u;
           if (q < nq && j <= first + q) {
-            sc[q * pitch + j] = __fdiv_rn(tr[i][u].result, scale);
+            sc[q * pitch + j] = score_div8(tr[i][u].result);
           }
         }
       }
@@ -1952,7 +1966,6 @@ __global__ void __launch_bounds__(kAsThreads)
         __ldcg(reinterpret_cast<const float4*>(qkv + off) + tid);
   }
   __syncthreads();
-  const float scale = __fsqrt_rn(64.0f);
   for (int j = tid; j <= last; j += kAsThreads) {
     if (j != tid) load_key(j);
     float s[16];
@@ -1960,7 +1973,7 @@ __global__ void __launch_bounds__(kAsThreads)
     for (int i = 0; i < 16; ++i) {
       s[i] = dot4_block(reinterpret_cast<const float4*>(qs)[i], kv[i]);
     }
-    sc[j] = __fdiv_rn(tree16(s), scale);
+    sc[j] = score_div8(tree16(s));
   }
   __syncthreads();
   float m = sc[0];
