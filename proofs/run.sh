@@ -82,8 +82,8 @@ shortcut = "z3"
 version = "$z3v"
 
 [prover]
-command = "$(command -v cvc5) --tlimit-per=%t000 --lang=smt2 %f"
-command_steps = "$(command -v cvc5) --rlimit=%S --lang=smt2 %f"
+command = "$(command -v cvc5) --tlimit-per=%t000 --fp-lazy-wb --lang=smt2 %f"
+command_steps = "$(command -v cvc5) --rlimit=%S --fp-lazy-wb --lang=smt2 %f"
 driver = "$work/cvc5.drv"
 editor = ""
 in_place = false
