@@ -25,14 +25,17 @@
 #       large as possible; with fewer, every harness runs one worker on
 #       all of LIST. --split safetensors=3,checkpoint=2,...,gpt2_diff=1
 #       gives the cores by hand; --rates name=EXEC_PER_S,... replaces the
-#       planning rates below. The plan is OUTDIR/plan.txt; --dry-run
-#       writes and prints it, and starts nothing.
+#       planning rates below. The plan is OUTDIR/campaign/plan.txt (the
+#       campaign's state, fuzz.sh outputs and statuses sit beside it);
+#       --dry-run writes and prints it, and starts nothing.
 #   scripts/fuzz-device.sh wait OUTDIR
 #       wait for the campaign, copy any crash-/leak-/timeout-/oom- inputs
-#       into OUTDIR/crashes/, the grown corpora into OUTDIR/corpus.tar.xz,
-#       the logs' heads and tails into OUTDIR/logs/, write
-#       OUTDIR/summary.json and summary.txt;
-#       exit 1 if any harness crashed or failed to run, else 0.
+#       into OUTDIR/campaign/crashes/ and the logs' heads and tails into
+#       OUTDIR/campaign/logs/, write OUTDIR/summary.json and summary.txt,
+#       the grown corpora into OUTDIR/corpus.tar.xz (kept up to 16 MiB),
+#       then pack OUTDIR/campaign into OUTDIR/logs.tar.gz and remove it:
+#       OUTDIR ends with those four files only (a device call returns at
+#       most 8); exit 1 if any harness crashed or failed to run, else 0.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pack=$root/.fuzzpack
@@ -192,7 +195,13 @@ cmd_start() {
   t0=$(date +%s)
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
-  [ ! -e "$out/campaign.pid" ] || die "$out already holds a campaign"
+  # The campaign's own files (plan, state, each harness's fuzz.sh output
+  # and status) live in OUTDIR/campaign until 'wait' packs them.
+  local st=$out/campaign
+  if [ -e "$st/pid" ] || [ -e "$out/summary.txt" ]; then
+    die "$out already holds a campaign"
+  fi
+  mkdir -p "$st"
   [ -d "$root/data/gpt2" ] || die "no $root/data/gpt2 (the tokenizer's files)"
   [ "$dry" = 1 ] || unpack
   [[ $cores =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
@@ -276,7 +285,7 @@ cmd_start() {
       "$(lscpu | sed -n 's/^Thread(s) per core: *//p') thread(s) per core"
     echo "seconds $seconds (libFuzzer -max_total_time=$fuzz_s)"
     printf '%-12s %6s %-14s %10s %14s\n' harness cores taskset "rate/core" projected
-  } >"$out/plan.txt"
+  } >"$st/plan.txt"
   local i=0 set
   declare -A cpus
   for h in "${all[@]}"; do
@@ -290,9 +299,9 @@ cmd_start() {
     fi
     cpus[$h]=$set
     printf '%-12s %6s %-14s %10s %14s\n' "$h" "${want[$h]}" "$set" \
-      "${rate[$h]:-?}" "$(( ${rate[$h]:-0} * want[$h] * fuzz_s ))" >>"$out/plan.txt"
+      "${rate[$h]:-?}" "$(( ${rate[$h]:-0} * want[$h] * fuzz_s ))" >>"$st/plan.txt"
   done
-  cat "$out/plan.txt"
+  cat "$st/plan.txt"
   [ "$dry" = 0 ] || return 0
   {
     echo "started $(date -u +%FT%TZ) $t0"
@@ -301,7 +310,7 @@ cmd_start() {
     echo "cores $cores"
     echo "prefix ${pre[*]:-none}"
     for h in "${!cpus[@]}"; do echo "harness $h ${want[$h]} ${cpus[$h]}"; done
-  } >"$out/campaign.info"
+  } >"$st/info"
   # The campaign, detached: each harness is one scripts/fuzz.sh with its
   # workers, pinned to its cores; a hard wall-clock stop behind
   # libFuzzer's own limit.
@@ -314,14 +323,14 @@ cmd_start() {
           bash "$work/root/scripts/fuzz.sh" --no-build \
           --build "$work/root/build" --out "$work/out" \
           --seconds "$fuzz_s" --workers "${want[$h]}" "fuzz_$h" \
-          >"$out/fuzz.sh.$h.txt" 2>&1 || rc=$?
-        echo "$rc" >"$out/rc.$h"
+          >"$st/fuzz.sh.$h.txt" 2>&1 || rc=$?
+        echo "$rc" >"$st/rc.$h"
       ) &
     done
     wait
-    echo "ended $(date -u +%FT%TZ) $(date +%s)" >>"$out/campaign.info"
+    echo "ended $(date -u +%FT%TZ) $(date +%s)" >>"$st/info"
   ) </dev/null >/dev/null 2>&1 &
-  echo $! >"$out/campaign.pid"
+  echo $! >"$st/pid"
   echo "fuzz-device.sh: campaign started (pid $!), ends within $seconds s; then: bash scripts/fuzz-device.sh wait $out"
 }
 
@@ -334,22 +343,25 @@ json_str() {
 cmd_wait() {
   [ $# -eq 1 ] || die "usage: wait OUTDIR"
   local out=$1
-  [ -f "$out/campaign.pid" ] || die "no campaign in $out (start one first)"
+  if [ -f "$out/summary.txt" ] && [ ! -e "$out/campaign" ]; then
+    die "$out was collected already: summary.txt, logs.tar.gz"
+  fi
+  [ -f "$out/campaign/pid" ] || die "no campaign in $out (start one first)"
   out=$(cd "$out" && pwd)
-  local pid
-  pid=$(cat "$out/campaign.pid")
+  local st=$out/campaign info=$out/campaign/info pid
+  pid=$(cat "$st/pid")
   while kill -0 "$pid" 2>/dev/null; do sleep 2; done
   local t0 t1 secs
-  t0=$(awk '/^started/{print $3}' "$out/campaign.info")
-  t1=$(awk '/^ended/{print $3}' "$out/campaign.info")
+  t0=$(awk '/^started/{print $3}' "$info")
+  t1=$(awk '/^ended/{print $3}' "$info")
   [ -n "$t1" ] || t1=$(date +%s)
-  secs=$(awk '/^seconds/{print $2}' "$out/campaign.info")
+  secs=$(awk '/^seconds/{print $2}' "$info")
   local fuzz_s
-  fuzz_s=$(awk '/^fuzz_seconds/{print $2}' "$out/campaign.info")
+  fuzz_s=$(awk '/^fuzz_seconds/{print $2}' "$info")
   local model
   model=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   local status=0 h rows="" txt=""
-  mkdir -p "$out/crashes" "$out/logs"
+  mkdir -p "$st/crashes" "$st/logs"
   declare -A sha
   while read -r s f; do sha[${f#fuzz_}]=$s; done < <(cd "$work/root/build/fuzz" && sha256sum fuzz_*)
   while read -r _ h w cpuset; do
@@ -363,25 +375,25 @@ cmd_wait() {
         grep -o '[0-9]*$' | tail -1 || true)
       if [ -z "$e" ]; then
         e=$(grep -o '^#[0-9]*' "$log" | tr -d '#' | tail -1 || true)
-        note="a worker stopped without final stats (logs/fuzz_$h.${log##*.})"
+        note="a worker stopped without final stats (campaign/logs/fuzz_$h.${log##*.})"
       fi
       execs=$((execs + ${e:-0}))
       lrate=$((lrate + ${r:-0}))
       # The log's head (flags, seeds) and tail (stats or the report).
-      { head -40 "$log"; echo ...; tail -200 "$log"; } >"$out/logs/fuzz_$h.${log##*.}"
+      { head -40 "$log"; echo ...; tail -200 "$log"; } >"$st/logs/fuzz_$h.${log##*.}"
     done
-    [ "$nlog" -gt 0 ] || note="no worker ran (see fuzz.sh.$h.txt)"
+    [ "$nlog" -gt 0 ] || note="no worker ran (see campaign/fuzz.sh.$h.txt)"
     local list=() c
     if [ -d "$dir/crashes" ]; then
       while IFS= read -r c; do
         list+=("$(basename "$c")")
-        cp "$c" "$out/crashes/fuzz_$h.$(basename "$c")"
+        cp "$c" "$st/crashes/fuzz_$h.$(basename "$c")"
       done < <(find "$dir/crashes" -type f \( -name 'crash-*' -o \
         -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | sort)
     fi
     local n=${#list[@]} rc
-    rc=$(cat "$out/rc.$h" 2>/dev/null || echo missing)
-    [ "$n" -eq 0 ] || note="crash inputs in crashes/fuzz_$h.*"
+    rc=$(cat "$st/rc.$h" 2>/dev/null || echo missing)
+    [ "$n" -eq 0 ] || note="crash inputs in campaign/crashes/fuzz_$h.*"
     if [ "$n" -ne 0 ] || [ "$nlog" -eq 0 ] || [ "$rc" != 0 ]; then status=1; fi
     local goal_ok=false
     [ "$execs" -lt "$goal" ] || goal_ok=true
@@ -392,14 +404,15 @@ cmd_wait() {
 }    {\"harness\": \"fuzz_$h\", \"workers\": $w, \"cpus\": \"$cpuset\", \"executions\": $execs, \"exec_per_s\": $rate_s, \"libfuzzer_exec_per_s_sum\": $lrate, \"crashes\": $n, \"crash_files\": [$names], \"fuzz_sh_status\": \"$rc\", \"reached_10M\": $goal_ok, \"sha256\": \"${sha[$h]:-}\", \"note\": $(json_str "$note")}"
     txt+=$(printf '%-18s %7s %-10s %13s %9s %7s %s' "fuzz_$h" "$w" \
       "$cpuset" "$execs" "$rate_s" "$n" "$note")$'\n'
-  done < <(grep '^harness ' "$out/campaign.info" |
+  done < <(grep '^harness ' "$info" |
     awk '{o=index("safetensors checkpoint gpt2_packed hf_config tokenizer gpt2_diff", $2); print o, $0}' |
     sort -n | cut -d' ' -f2-)
   # The corpora the workers grew (to start a later campaign from):
-  # compressed, and left out if over 32 MB.
+  # compressed, and left out if over 16 MiB (the most a device call
+  # returns in one file).
   if tar -C "$work/out" -cf - --exclude=crashes --exclude='log.*' . 2>/dev/null |
     xz -6 -T0 >"$out/corpus.tar.xz.tmp" &&
-    [ "$(stat -c %s "$out/corpus.tar.xz.tmp")" -le $((32 << 20)) ]; then
+    [ "$(stat -c %s "$out/corpus.tar.xz.tmp")" -le $((16 << 20)) ]; then
     mv "$out/corpus.tar.xz.tmp" "$out/corpus.tar.xz"
   else
     rm -f "$out/corpus.tar.xz.tmp"
@@ -409,12 +422,12 @@ cmd_wait() {
   cat >"$out/summary.json" <<EOF
 {
   "machine": {"cpu": $(json_str "$model"), "threads_per_core": $(json_str "$(lscpu | sed -n 's/^Thread(s) per core: *//p')"), "cpus_online": $(nproc --all), "host": $(json_str "$(uname -n)"), "kernel": $(json_str "$(uname -r)")},
-  "cores": "$(awk '/^cores/{print $2}' "$out/campaign.info")",
-  "launcher_prefix": $(json_str "$(awk '/^prefix/{$1=""; print substr($0,2)}' "$out/campaign.info")"),
+  "cores": "$(awk '/^cores/{print $2}' "$info")",
+  "launcher_prefix": $(json_str "$(awk '/^prefix/{$1=""; print substr($0,2)}' "$info")"),
   "seconds_requested": $secs,
   "wall_seconds": $((t1 - t0)),
   "fuzz_seconds": $fuzz_s,
-  "started_utc": "$(awk '/^started/{print $2}' "$out/campaign.info")",
+  "started_utc": "$(awk '/^started/{print $2}' "$info")",
   "build": $(json_str "$manifest_commit"),
   "pack_sha256": "$(cut -d' ' -f1 "$pack/SHA256SUMS")",
   "goal_executions": $goal,
@@ -425,13 +438,25 @@ $rows
 }
 EOF
   {
-    echo "fuzz campaign: $model, cores $(awk '/^cores/{print $2}' "$out/campaign.info"), $((t1 - t0)) s of $secs (started $(awk '/^started/{print $2}' "$out/campaign.info"))"
+    echo "fuzz campaign: $model, cores $(awk '/^cores/{print $2}' "$info"), $((t1 - t0)) s of $secs (started $(awk '/^started/{print $2}' "$info"))"
     echo "build: $manifest_commit"
     printf '%-18s %7s %-10s %13s %9s %7s %s\n' harness workers cpus executions exec/s crashes note
     printf '%s' "$txt"
     echo "sha256:"
     (cd "$work/root/build/fuzz" && sha256sum fuzz_*)
+    echo "logs: logs.tar.gz (campaign/: plan.txt, info, fuzz.sh.*.txt, rc.*, logs/, crashes/)"
+    if [ -f "$out/corpus.tar.xz" ]; then
+      echo "corpus: corpus.tar.xz"
+    else
+      echo "corpus: not kept (over 16 MiB compressed, or no xz)"
+    fi
   } >"$out/summary.txt"
+  # A device call returns at most 8 files: all but the two summaries and
+  # the corpus goes into one tarball; its folder is removed only once the
+  # tarball is whole.
+  tar -C "$out" -czf "$out/logs.tar.gz.tmp" campaign
+  mv "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
+  rm -rf "$st"
   cat "$out/summary.txt"
   return $status
 }
