@@ -586,9 +586,10 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
       }
     }
     // The backend's own operations: a fresh backend of the same kind and
-    // thread count, observed (the CPU backend shows them; docs/verify.md
-    // "Per-operation bisect between backends").
-    if (o.op_hashes && plan[bi].name.rfind("cpu", 0) == 0) {
+    // thread count, observed (the CPU and CUDA backends show them;
+    // docs/verify.md "Per-operation bisect between backends").
+    if (o.op_hashes &&
+        (plan[bi].name.rfind("cpu", 0) == 0 || plan[bi].name == "cuda")) {
       const std::unique_ptr<Gpt2Backend> ob =
           w.quant == "int8"
               ? make_gpt2_q8_backend(plan[bi].name, c, w.q8_data(),

@@ -86,7 +86,7 @@ cmake -S . -B build-gpu -G "$generator" -DCMAKE_BUILD_TYPE=Release \
 
 echo "== build =="
 cmake --build build-gpu -j "$jobs" --target cuda_backend_test cuda_bench \
-  cuda_exactness_bench >"$out/build.txt" 2>&1
+  cuda_exactness_bench cuda_observer_test >"$out/build.txt" 2>&1
 rc=$?
 grep -E "error|warning|Used [0-9]+ registers|stack frame" "$out/build.txt" |
   grep -v "^ptxas info    : Function properties" | head -80
@@ -135,6 +135,13 @@ run ./build-gpu/tests/cuda_backend_test --gtest_color=no 2>&1 |
   tee "$out/tests.txt"
 test_rc=${PIPESTATUS[0]}
 echo "cuda_backend_test exit code: $test_rc"
+# The observed prefill (tests/cuda_observer_test.cc: every tap against the
+# reference's, the observer changes no bit, one ulp named at its operation).
+run ./build-gpu/tests/cuda_observer_test --gtest_color=no 2>&1 |
+  tee "$out/observer.txt"
+observer_rc=${PIPESTATUS[0]}
+echo "cuda_observer_test exit code: $observer_rc"
+[ "$observer_rc" -eq 0 ] || test_rc=1
 # The same tests with each decode product alone (same bits required).
 variants="1 2 3 4"
 [ "${LOCKSTEP_CUDA_VARIANTS:-1}" = 0 ] && variants=

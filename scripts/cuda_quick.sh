@@ -44,6 +44,15 @@ rc=0
   head -60
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 echo "cuda_backend_test exit code: $rc"
+# The observed prefill (tests/cuda_observer_test.cc), when carried.
+if [ -x "$bin/cuda_observer_test" ]; then
+  "$bin/cuda_observer_test" --gtest_color=no 2>&1 | tee "$out/observer.txt" |
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|cuda observer|Failure|Expected|Which is|at index" |
+    head -60
+  orc=${PIPESTATUS[0]}
+  echo "cuda_observer_test exit code: $orc"
+  [ "$orc" -eq 0 ] || rc=1
+fi
 if [ "$rc" -ne 0 ]; then
   # Which change: again with each of the newer kernels replaced by the one
   # before it.

@@ -34,32 +34,19 @@
 #include "ls_gpt2.h"
 #include "ls_gpt2_layout.h"
 #include "ls_gpt2_q8.h"
+#include "tests/cuda_test_util.h"
 #include "tests/gpt2_test_util.h"
 
 namespace {
 
 using lockstep::Gpt2Backend;
 using lockstep::make_gpt2_backend;
-using namespace lockstep::test;  // NOLINT: BytesEqual, RandomTokens
-
-#define SKIP_WITHOUT_DEVICE()                           \
-  do {                                                  \
-    if (!lockstep::backends::cuda_device_available()) { \
-      GTEST_SKIP() << "no CUDA device on this machine"; \
-    }                                                   \
-  } while (0)
+using namespace lockstep::test;  // NOLINT: BytesEqual, CountDifferent, ...
 
 std::unique_ptr<Gpt2Backend> Cuda(const ls_gpt2_config& c,
                                   const std::vector<float>& w,
                                   int max_prefix = 0) {
   return make_gpt2_backend("cuda", c, w.data(), w.size(), 1, max_prefix);
-}
-
-// Floats whose bytes differ.
-size_t CountDifferent(const float* a, const float* b, size_t n) {
-  size_t d = 0;
-  for (size_t i = 0; i < n; ++i) d += std::memcmp(a + i, b + i, 4) != 0;
-  return d;
 }
 
 // ------------------------------------------------------------- §3

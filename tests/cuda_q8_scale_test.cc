@@ -25,27 +25,15 @@
 #include "formats/gpt2_q8.h"
 #include "ls_gpt2.h"
 #include "ls_gpt2_q8.h"
+#include "tests/cuda_test_util.h"
 #include "tests/gpt2_test_util.h"
 
 namespace {
 
 using lockstep::Gpt2Backend;
 using lockstep::test::BytesEqual;
+using lockstep::test::CountDifferent;
 using lockstep::test::RandomTokens;
-
-#define SKIP_WITHOUT_DEVICE()                           \
-  do {                                                  \
-    if (!lockstep::backends::cuda_device_available()) { \
-      GTEST_SKIP() << "no CUDA device on this machine"; \
-    }                                                   \
-  } while (0)
-
-// Floats whose bytes differ.
-size_t CountDifferent(const float* a, const float* b, size_t n) {
-  size_t d = 0;
-  for (size_t i = 0; i < n; ++i) d += std::memcmp(a + i, b + i, 4) != 0;
-  return d;
-}
 
 // Wall seconds spent in one backend's calls.
 class Clock {

@@ -17,6 +17,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/kernels.cuh"
+#include "backends/cuda/kernels_observe.cuh"
 #include "backends/cuda/kernels_q8.cuh"
 #include "lockstep/error.h"
 #include "ls_gpt2.h"
@@ -110,6 +111,28 @@ class CudaBackend final : public Gpt2Backend {
   }
   size_t extra_memory_bytes() const override { return device_bytes_; }
 
+  // From now on a prefill with every position's logits runs the observed
+  // pass (prefill_observed: every tap of core/ls_gpt2.h but the attention
+  // scores and probabilities, docs/cuda.md "Observed prefill"); nullptr
+  // turns it off. The first observer allocates the observed pass's buffers
+  // (a product before its residual add on the device, one tap's rows on
+  // the host), kept until the backend goes; every other call is as before.
+  bool set_observer(ls_gpt2_observer observer, void* user) override {
+    if (observer && !d_ys_) {
+      const size_t C = size_t(c_.n_embd), P = size_t(positions_);
+      obs_host_.assign(P * 4 * C, 0.0f);
+      d_ys_ = alloc<float>(P * C);
+      if (q8_) {
+        set_q8_store_smem();
+      } else {
+        set_matmul2_smem<cuda::kStore>();
+      }
+    }
+    obs_ = observer;
+    obs_user_ = user;
+    return true;
+  }
+
   ls_status step(float* cache, size_t cache_capacity, size_t cache_len,
                  int32_t token, int32_t position, float* logits) override {
     // The checks and their order of ls_gpt2_step.
@@ -154,6 +177,10 @@ class CudaBackend final : public Gpt2Backend {
       return LS_ERR_CACHE_LENGTH;
     }
     if (n > positions_) return LS_ERR_SCRATCH;
+    if (obs_ && all_positions) {
+      return prefill_observed(cache, cache_capacity, cache_len, tokens, n,
+                              position, logits);
+    }
     sync_cache(mirror_, cache, cache_capacity, cache_len);
     put_info(position, tokens, n);
     enqueue_layers(n, true);
@@ -1197,19 +1224,25 @@ class CudaBackend final : public Gpt2Backend {
   }
 
   void layernorm(const float* x, size_t g_off, size_t b_off, int n, float* y) {
+    layernorm_at(x, d_w_ + g_off, d_w_ + b_off, n, y);
+  }
+
+  // layernorm with the gain g and bias b given as device pointers (the
+  // observed int8 pass's, in the int8 weights).
+  void layernorm_at(const float* x, const float* g, const float* b, int n,
+                    float* y) {
     // One row (ln_f of a step): layernorm_kernel, 2 us faster there.
     if (ln_mode_ == 0 && n > 1 && c_.n_embd % 16 == 0 &&
         cuda::layernorm_rows_smem(c_.n_embd) <= attn_pass2_max_smem_) {
       launch(c_.n_embd == 768 ? cuda::layernorm_rows_kernel<48>
                               : cuda::layernorm_rows_kernel<0>,
              ceil_div(n, cuda::kLnRows), 32 * cuda::kLnRows,
-             cuda::layernorm_rows_smem(c_.n_embd), x, d_w_ + g_off,
-             d_w_ + b_off, c_.n_embd, n, y);
+             cuda::layernorm_rows_smem(c_.n_embd), x, g, b, c_.n_embd, n, y);
       launched("layernorm rows");
       return;
     }
     launch(cuda::layernorm_kernel, n, 256, size_t(c_.n_embd) * sizeof(float), x,
-           d_w_ + g_off, d_w_ + b_off, c_.n_embd, y);
+           g, b, c_.n_embd, y);
     launched("layernorm");
   }
 
@@ -1432,6 +1465,196 @@ class CudaBackend final : public Gpt2Backend {
                                 d_logits_, nullptr);
   }
 
+  // ------------------------------------------------------------ observed
+  // The observed prefill (set_observer; docs/cuda.md "Observed prefill"):
+  // enqueue_layers's pass over the n positions with each tap the
+  // unobserved pass keeps inside a kernel made a tensor of its own, and
+  // each tap copied to the host after it is computed and handed to the
+  // observer (core/ls_gpt2.h's taps, names and shapes: one call per
+  // position, head -1, in the reference's order), while nothing later has
+  // overwritten it. What changes against the unobserved pass is only where
+  // values are stored, never an operation or its operands:
+  //  - LayerNorm before a product is its own launch into d_hs_ (ln_1 and
+  //    ln_2; the tiled products do that unobserved too, the one-position
+  //    kernels fuse it), then the product on d_hs_;
+  //  - attention's c_proj, c_fc and the MLP's c_proj store their outputs
+  //    (kStore) and the residual adds and the GELU follow as their own
+  //    element-wise launches (kernels_observe.cuh): the epilogues'
+  //    expressions on the same values;
+  //  - int8: the quantization is its own launch (the fused one-position
+  //    kernel not used), ln_f included, so that ln_f is stored.
+  // The attention scores and probabilities stay inside the attention
+  // kernels (shared memory, per head and query tile) and are not shown; a
+  // difference there shows at att_out. Every kernel is launched plainly
+  // (no programmatic dependent launch: nothing of the observed pass starts
+  // before its predecessor ends), which changes when kernels run, not what
+  // they compute. The logits and the cache rows are copied back as by the
+  // unobserved prefill, with the same bits (tests:
+  // tests/cuda_observer_test.cc).
+  ls_status prefill_observed(float* cache, size_t cache_capacity,
+                             size_t cache_len, const int32_t* tokens, int n,
+                             int32_t position, float* logits) {
+    struct PlainLaunches {
+      bool& pdl;
+      const bool was;
+      ~PlainLaunches() { pdl = was; }
+    } plain{pdl_, pdl_};
+    pdl_ = false;
+    sync_cache(mirror_, cache, cache_capacity, cache_len);
+    put_info(position, tokens, n);
+    enqueue_layers_observed(n, position);
+    const size_t V = size_t(c_.n_vocab), C = size_t(c_.n_embd);
+    for (int t = 0; t < n; ++t) {
+      if (q8_) {
+        const size_t lnf = ls_gpt2_q8_lnf_offset(&c_);
+        layernorm_at(d_xs_ + size_t(t) * C, q8_floats(lnf),
+                     q8_floats(lnf + 4 * C), 1, d_hf_);
+        quantize_q8(d_hf_, false, 0, 0, 1, c_.n_embd);
+        product_q8<cuda::kLogitsQ8>(0, SIZE_MAX, 1, c_.n_embd, c_.n_vocab,
+                                    d_logits_, nullptr);
+      } else {
+        enqueue_final(t);  // ln_f into d_hf_, then the logits
+      }
+      float* row = logits + size_t(t) * V;
+      LS_CUDA(copy_async(row, d_logits_, V * sizeof(float),
+                         cudaMemcpyDeviceToHost, stream_));
+      observe_rows(c_.n_layer, LS_TAP_LNF, d_hf_, position + t, 1, C);
+      obs_(obs_user_, c_.n_layer, LS_TAP_LOGITS, position + t, -1, row, V);
+    }
+    return finish(cache, cache_capacity, cache_len, n, nullptr);
+  }
+
+  // The n rows of `width` floats at device `rows` (positions first ..
+  // first+n-1), copied to the host once the stream has computed them, each
+  // handed to the observer.
+  void observe_rows(int layer, ls_gpt2_tap tap, const float* rows, int first,
+                    int n, size_t width) {
+    const size_t floats = size_t(n) * width;
+    if (floats > obs_host_.size()) {
+      throw Error("CUDA backend: observed tap larger than its buffer");
+    }
+    LS_CUDA(copy_async(obs_host_.data(), rows, floats * sizeof(float),
+                       cudaMemcpyDeviceToHost, stream_));
+    LS_CUDA(cudaStreamSynchronize(stream_));
+    for (int t = 0; t < n; ++t) {
+      obs_(obs_user_, layer, tap, first + t, -1,
+           obs_host_.data() + size_t(t) * width, width);
+    }
+  }
+
+  // x[0..count) += y[0..count) (the residual add kResidual fuses).
+  void residual_add(float* x, const float* y, size_t count) {
+    launch(cuda::residual_add_kernel, ceil_div(int(count), 256), 256, 0, x, y,
+           count);
+    launched("residual add");
+  }
+
+  // f[0..count) = gelu(f) in place (the GELU kGelu fuses).
+  void gelu_inplace(float* f, size_t count) {
+    launch(cuda::gelu_inplace_kernel, ceil_div(int(count), 256), 256, 0, f,
+           count);
+    launched("gelu");
+  }
+
+  // enqueue_layers (with the cache) and enqueue_layers_q8, observed:
+  // positions first .. first+n-1 of d_info_.
+  void enqueue_layers_observed(int n, int first) {
+    const int C = c_.n_embd;
+    const size_t Cs = size_t(C), N = size_t(n);
+    const size_t row = ls_gpt2_cache_row_floats(&c_);
+    if (q8_) {
+      launch(cuda::embed_q8_kernel, n, 256, 0, d_wq_,
+             d_wq_ + ls_gpt2_q8_wpe_offset(&c_), C, c_.n_vocab, c_.n_ctx,
+             d_info_, d_xs_, d_flag_);
+      launched("embed q8");
+    } else {
+      launch(cuda::embed_kernel, n, 256, 0, d_w_, ls_gpt2_wpe_offset(&c_), C,
+             d_info_, d_xs_, d_flag_);
+      launched("embed");
+    }
+    observe_rows(-1, LS_TAP_EMBED, d_xs_, first, n, Cs);
+    for (int l = 0; l < c_.n_layer; ++l) {
+      float* kv = d_cache_ + size_t(l) * 2 * Cs;
+      // §6: h = LayerNorm(x; ln_1), qkv = h . c_attn + b (keys and values
+      // to the cache rows too).
+      if (q8_) {
+        const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(&c_, l);
+        layernorm_at(d_xs_, q8_floats(b.ln1_g), q8_floats(b.ln1_b), n, d_hs_);
+        observe_rows(l, LS_TAP_LN1, d_hs_, first, n, Cs);
+        quantize_q8(d_hs_, false, 0, 0, n, C);
+        product_q8<cuda::kQkv>(b.attn_w, b.attn_b, n, C, 3 * C, d_qkvs_, kv);
+      } else {
+        const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
+        layernorm(d_xs_, b.ln1_g, b.ln1_b, n, d_hs_);
+        observe_rows(l, LS_TAP_LN1, d_hs_, first, n, Cs);
+        product<cuda::kQkv>(d_hs_, false, 0, 0, b.attn_w, b.attn_b, n, C, 3 * C,
+                            d_qkvs_, kv);
+      }
+      observe_rows(l, LS_TAP_QKV, d_qkvs_, first, n, 3 * Cs);
+      attention(n, kv, kv + C, row);
+      observe_rows(l, LS_TAP_ATT_OUT, d_as_, first, n, Cs);
+      // x += a . c_proj + b.
+      if (q8_) {
+        const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(&c_, l);
+        quantize_q8(d_as_, false, 0, 0, n, C);
+        product_q8<cuda::kStore>(b.proj_w, b.proj_b, n, C, C, d_ys_, nullptr);
+      } else {
+        const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
+        product<cuda::kStore>(d_as_, false, 0, 0, b.proj_w, b.proj_b, n, C, C,
+                              d_ys_, nullptr);
+      }
+      observe_rows(l, LS_TAP_PROJ, d_ys_, first, n, Cs);
+      residual_add(d_xs_, d_ys_, N * Cs);
+      observe_rows(l, LS_TAP_RES1, d_xs_, first, n, Cs);
+      // x += gelu(LayerNorm(x; ln_2) . c_fc + b) . c_proj + b.
+      if (q8_) {
+        const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(&c_, l);
+        layernorm_at(d_xs_, q8_floats(b.ln2_g), q8_floats(b.ln2_b), n, d_hs_);
+        observe_rows(l, LS_TAP_LN2, d_hs_, first, n, Cs);
+        quantize_q8(d_hs_, false, 0, 0, n, C);
+        product_q8<cuda::kStore>(b.fc_w, b.fc_b, n, C, 4 * C, d_fs_, nullptr);
+      } else {
+        const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
+        layernorm(d_xs_, b.ln2_g, b.ln2_b, n, d_hs_);
+        observe_rows(l, LS_TAP_LN2, d_hs_, first, n, Cs);
+        product<cuda::kStore>(d_hs_, false, 0, 0, b.fc_w, b.fc_b, n, C, 4 * C,
+                              d_fs_, nullptr);
+      }
+      observe_rows(l, LS_TAP_FC, d_fs_, first, n, 4 * Cs);
+      gelu_inplace(d_fs_, N * 4 * Cs);
+      observe_rows(l, LS_TAP_GELU, d_fs_, first, n, 4 * Cs);
+      if (q8_) {
+        const ls_gpt2_q8_block b = ls_gpt2_q8_block_offsets(&c_, l);
+        quantize_q8(d_fs_, false, 0, 0, n, 4 * C);
+        product_q8<cuda::kStore>(b.out_w, b.out_b, n, 4 * C, C, d_ys_, nullptr);
+      } else {
+        const ls_gpt2_block b = ls_gpt2_block_offsets(&c_, l);
+        product<cuda::kStore>(d_fs_, false, 0, 0, b.out_w, b.out_b, n, 4 * C, C,
+                              d_ys_, nullptr);
+      }
+      observe_rows(l, LS_TAP_MLP_OUT, d_ys_, first, n, Cs);
+      residual_add(d_xs_, d_ys_, N * Cs);
+      observe_rows(l, LS_TAP_RES2, d_xs_, first, n, Cs);
+    }
+  }
+
+  // The int8 product's shared memory above 48 KB for the kStore epilogue
+  // (set_q8_smem's limits for the observed pass's products).
+  void set_q8_store_smem() {
+    const auto attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    const int K = 4 * c_.n_embd;
+    const int big = int(cuda::q8_matmul_smem(8, K));
+    if (big > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<8, cuda::kStore>,
+                                   attr, big));
+    }
+    const int one = int(cuda::q8_matmul_smem(1, K));
+    if (one > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::q8_matmul_kernel<1, cuda::kStore>,
+                                   attr, one));
+    }
+  }
+
   // Copies back the logits (unless null) with the flag, and the n cache rows
   // appended after cache_len, waits, and records the mirror's state. The
   // logits and one row go through pinned staging (a pageable copy of 200
@@ -1519,6 +1742,13 @@ class CudaBackend final : public Gpt2Backend {
 
   ls_gpt2_config c_;
   int positions_;
+  // set_observer: the observer, and the observed pass's buffers (a
+  // product before its residual add [P][C] on the device; one tap's rows,
+  // up to [P][4C], on the host).
+  ls_gpt2_observer obs_ = nullptr;
+  void* obs_user_ = nullptr;
+  float* d_ys_ = nullptr;
+  std::vector<float> obs_host_;
   std::string device_name_;
   size_t device_bytes_ = 0;
   std::vector<void*> allocs_;
