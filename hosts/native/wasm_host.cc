@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "backends/prefill_args.h"
 #include "lockstep/error.h"
 #include "lockstep_wasm_sha256.h"
 
@@ -293,24 +294,16 @@ WasmGpt2Backend::WasmGpt2Backend(const std::string& model_path,
   memory_bytes_ = host_->memory()[1];
 }
 
-// ls_gpt2_prefill's checks in its order (step: n 1); then the module's
-// position: 0 starts over, a later one continues this backend's own rows.
+// ls_gpt2_prefill's checks in its order (step: n 1, after step's own token
+// check); then the module's position: 0 starts over, a later one continues
+// this backend's own rows.
 ls_status WasmGpt2Backend::start(float* cache, size_t cache_capacity,
                                  size_t cache_len, const int32_t* tokens, int n,
                                  int32_t position, const float* logits) {
-  if (!cache || !logits || !tokens) return LS_ERR_NULL;
-  if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
-  if (position < 0 || position >= c_.n_ctx) return LS_ERR_POSITION;
-  if (n > c_.n_ctx - position) return LS_ERR_SEQUENCE_TOO_LONG;
-  for (int t = 0; t < n; ++t) {
-    if (tokens[t] < 0 || tokens[t] >= c_.n_vocab) return LS_ERR_TOKEN;
-  }
-  const size_t row = ls_gpt2_cache_row_floats(&c_);
-  if (cache_len != size_t(position) * row ||
-      cache_capacity < cache_len + size_t(n) * row) {
-    return LS_ERR_CACHE_LENGTH;
-  }
-  if (n > max_prefix_) return LS_ERR_SCRATCH;
+  const ls_status bad =
+      check_prefill_args(c_, cache, cache_capacity, cache_len, tokens, n,
+                         position, logits, max_prefix_);
+  if (bad != LS_OK) return bad;
   if (position == 0) host_->reset();
   if (host_->position() != position) return LS_ERR_CACHE_LENGTH;
   return LS_OK;
@@ -331,6 +324,9 @@ void WasmGpt2Backend::copy_rows(float* cache, int32_t position, int n) {
 ls_status WasmGpt2Backend::step(float* cache, size_t cache_capacity,
                                 size_t cache_len, int32_t token,
                                 int32_t position, float* logits) {
+  // ls_gpt2_step checks the token before the position (prefill after it).
+  if (!cache || !logits) return LS_ERR_NULL;
+  if (token < 0 || token >= c_.n_vocab) return LS_ERR_TOKEN;
   const ls_status s =
       start(cache, cache_capacity, cache_len, &token, 1, position, logits);
   if (s != LS_OK) return s;
