@@ -1,10 +1,10 @@
 // Issue 13, per-operation bisect for the CUDA backend (docs/cuda.md
 // "Observed prefill", docs/verify.md "Per-operation bisect between
 // backends"): with an observer set, the CUDA backend's prefill with every
-// position's logits shows every tap of core/ls_gpt2.h's layer pass but
-// the attention scores and probabilities (embed; per layer ln1, qkv,
-// att_out, proj, res1, ln2, fc, gelu, mlp_out, res2; ln_f, logits), each
-// call byte for byte the reference's observed pass's (binary32 and int8:
+// position's logits shows every tap of core/ls_gpt2.h's layer pass (embed;
+// per layer ln1, qkv, att_score and att_prob per head, att_out, proj, res1,
+// ln2, fc, gelu, mlp_out, res2; ln_f, logits), each call byte for byte
+// the reference's observed pass's (binary32 and int8:
 // the Hugging Face fixture, the trained model, the random 124M) or, after
 // position 0, the CPU backend's; the observer changes no logit and no
 // cache bit; a one-ulp weight change given to the CUDA backend only is
@@ -51,32 +51,37 @@ struct Call {
   std::vector<float> data;
 };
 
-// Records every call (without the attention scores and probabilities when
-// skip_attention: the taps the CUDA backend does not show).
+// Records every call.
 struct Recorder {
-  bool skip_attention = false;
   std::vector<Call> calls;
   static void observe(void* user, int layer, ls_gpt2_tap tap, int position,
                       int head, const float* data, size_t n) {
     auto* r = static_cast<Recorder*>(user);
-    if (r->skip_attention &&
-        (tap == LS_TAP_ATT_SCORE || tap == LS_TAP_ATT_PROB)) {
-      return;
-    }
     r->calls.push_back({layer, tap, position, head, {data, data + n}});
   }
 };
 
 std::string What(const Call& k) {
   return gpt2_op_name(k.layer, k.tap) + " position " +
-         std::to_string(k.position);
+         std::to_string(k.position) +
+         (k.head >= 0 ? " head " + std::to_string(k.head) : "");
 }
 
-// The calls the CUDA backend makes per position: embed, 10 per layer,
-// ln_f, logits.
+// The calls the CUDA backend (and the reference) makes per position:
+// embed, per layer 10 and a score and a probability row per head, ln_f,
+// logits.
 size_t CallsPerPosition(const ls_gpt2_config& c) {
-  return size_t(3 + 10 * c.n_layer);
+  return size_t(3 + c.n_layer * (10 + 2 * c.n_head));
 }
+
+// The CPU backend's: embed, 9 per layer (no fc, no attention rows), ln_f,
+// logits.
+size_t CpuCallsPerPosition(const ls_gpt2_config& c) {
+  return size_t(3 + 9 * c.n_layer);
+}
+
+// The operations verify names: embed, 12 per layer, ln_f, logits.
+size_t OpsCount(const ls_gpt2_config& c) { return size_t(3 + 12 * c.n_layer); }
 
 // The same calls in the same order, each tap's floats byte for byte.
 // Stops at the first difference (later ones follow from it).
@@ -106,8 +111,9 @@ size_t CallsPerPosition(const ls_gpt2_config& c) {
   return ::testing::AssertionSuccess();
 }
 
-// Every call of `want` (the CPU backend's: no fc, another order) made by
-// `got` too with the same floats; `got` may show more (fc).
+// Every call of `want` (the CPU backend's: no fc, no attention rows,
+// another order) made by `got` too with the same floats; `got` may show
+// more.
 ::testing::AssertionResult SameCallsByKey(const std::vector<Call>& got,
                                           const std::vector<Call>& want) {
   std::map<std::tuple<int, int, int, int>, const Call*> index;
@@ -139,7 +145,7 @@ size_t Floats(const std::vector<Call>& calls) {
 }
 
 // The reference's observed full-prefix pass over `tokens` (binary32, or
-// int8 when q8 is given), without the attention taps.
+// int8 when q8 is given).
 std::vector<Call> ReferenceCalls(const ls_gpt2_config& c, const float* w,
                                  size_t words, const std::vector<uint8_t>* q8,
                                  const std::vector<int32_t>& tokens) {
@@ -147,7 +153,6 @@ std::vector<Call> ReferenceCalls(const ls_gpt2_config& c, const float* w,
   std::vector<float> scratch(ls_gpt2_infer_scratch_floats(&c, n));
   std::vector<float> logits(size_t(n) * size_t(c.n_vocab));
   Recorder r;
-  r.skip_attention = true;
   const ls_status s =
       q8 ? ls_gpt2_q8_infer_observed(&c, q8->data(), q8->size(), tokens.data(),
                                      n, scratch.data(), scratch.size(),
@@ -267,7 +272,8 @@ TEST(CudaObserver, TrainedModelEveryTapIsTheReferences) {
 // The random 124M: 1 and 17 positions against the reference; 128
 // positions, in two observed prefills of 64 (the second at position 64,
 // attending to the cache), against the CPU backend's observed prefills
-// (every tap it shows: all but fc). Binary32 and int8.
+// (every tap it shows: all but fc and the attention rows). Binary32 and
+// int8.
 TEST(CudaObserver, Random124MEveryTapIsTheReferences) {
   SKIP_WITHOUT_DEVICE();
   const ls_gpt2_config c = kGpt2_124M;
@@ -295,8 +301,7 @@ TEST(CudaObserver, Random124MEveryTapIsTheReferences) {
       const auto got = ObservedCalls(*gpu, c, gcache, part, first);
       const auto want = ObservedCalls(*cpu, c, ccache, part, first);
       EXPECT_EQ(got.size(), 64 * CallsPerPosition(c));
-      // The CPU backend shows all but fc.
-      EXPECT_EQ(want.size(), 64 * (CallsPerPosition(c) - size_t(c.n_layer)));
+      EXPECT_EQ(want.size(), 64 * CpuCallsPerPosition(c));
       EXPECT_TRUE(SameCallsByKey(got, want)) << "at position " << first;
       floats += Floats(want);
     }
@@ -407,18 +412,6 @@ TEST(CudaObserver, ObserverChangesNoBit) {
   }
 }
 
-// The digests as verify records them, without the attention scores and
-// probabilities (which the CUDA backend does not show).
-std::vector<NamedHash> WithoutAttention(const std::vector<NamedHash>& ops) {
-  std::vector<NamedHash> out;
-  for (const NamedHash& h : ops) {
-    const size_t dot = h.name.rfind('.');
-    const std::string op = dot == std::string::npos ? "" : h.name.substr(dot);
-    if (op != ".att_score" && op != ".att_prob") out.push_back(h);
-  }
-  return out;
-}
-
 ::testing::AssertionResult SameOps(const std::vector<NamedHash>& got,
                                    const std::vector<NamedHash>& want) {
   if (got.size() != want.size()) {
@@ -450,10 +443,11 @@ std::vector<float> Nudged(std::vector<float> w, size_t i) {
   return w;
 }
 
-// tests/wasm_observer_test.cc's config, weights and cases: one ulp of one
-// weight given to the CUDA backend only is named at its operation (the
-// CUDA backend shows fc, so c_fc's bias is named at h1.fc), and every
-// digest it shows is the reference's on the changed weights.
+// tests/wasm_observer_test.cc's config, weights and cases: every digest
+// the reference's; one ulp of one weight given to the CUDA backend only is
+// named at its operation (the CUDA backend shows fc, so c_fc's bias is
+// named at h1.fc), and every digest is the reference's on the changed
+// weights.
 TEST(CudaObserver, OneUlpGivenToTheCudaBackendOnlyIsNamedAtItsOperation) {
   SKIP_WITHOUT_DEVICE();
   const ls_gpt2_config c = {97, 24, 64, 4, 3};
@@ -463,8 +457,8 @@ TEST(CudaObserver, OneUlpGivenToTheCudaBackendOnlyIsNamedAtItsOperation) {
   {
     auto gpu = make_gpt2_backend("cuda", c, w.data(), w.size(), 1, 0);
     const auto ops = backend_op_hashes(*gpu, c, ctx);
-    EXPECT_EQ(ops.size(), CallsPerPosition(c));
-    EXPECT_TRUE(SameOps(ops, WithoutAttention(ref)));
+    EXPECT_EQ(ops.size(), OpsCount(c));
+    EXPECT_TRUE(SameOps(ops, ref));
   }
   const ls_gpt2_block b0 = ls_gpt2_block_offsets(&c, 0);
   const ls_gpt2_block b1 = ls_gpt2_block_offsets(&c, 1);
@@ -487,8 +481,8 @@ TEST(CudaObserver, OneUlpGivenToTheCudaBackendOnlyIsNamedAtItsOperation) {
     const auto got = first_shared_difference(ops, ref);
     ASSERT_TRUE(got);
     EXPECT_EQ(*got, k.want);
-    EXPECT_TRUE(SameOps(ops, WithoutAttention(reference_op_hashes(
-                                 c, w2.data(), w2.size(), ctx))));
+    EXPECT_TRUE(
+        SameOps(ops, reference_op_hashes(c, w2.data(), w2.size(), ctx)));
   }
 }
 
@@ -504,8 +498,7 @@ TEST(CudaObserver, Int8ShowsTheInt8ReferenceDigestsAndNamesAChange) {
   const auto ref = reference_q8_op_hashes(c, q0.data(), q0.size(), ctx);
   {
     auto gpu = make_gpt2_q8_backend("cuda", c, q0.data(), q0.size(), 1, 0);
-    EXPECT_TRUE(
-        SameOps(backend_op_hashes(*gpu, c, ctx), WithoutAttention(ref)));
+    EXPECT_TRUE(SameOps(backend_op_hashes(*gpu, c, ctx), ref));
   }
   const ls_gpt2_block b1 = ls_gpt2_block_offsets(&c, 1);
   const ls_gpt2_block b2 = ls_gpt2_block_offsets(&c, 2);
@@ -529,8 +522,8 @@ TEST(CudaObserver, Int8ShowsTheInt8ReferenceDigestsAndNamesAChange) {
 }
 
 // lockstep verify on the HF fixture with the cuda backend: its record
-// carries its own operations, the reference's digests on every one it
-// shows (embed, 10 per layer, ln_f, logits), its logits digest the last.
+// carries its own operations, every one of the reference's (27 on the
+// fixture) with the reference's digests, its logits digest the last.
 TEST(CudaObserver, VerifyRecordsTheCudaBackendsOperations) {
   SKIP_WITHOUT_DEVICE();
   const Gpt2Weights w =
@@ -552,8 +545,8 @@ TEST(CudaObserver, VerifyRecordsTheCudaBackendsOperations) {
   EXPECT_TRUE(r.backends[0].ops.empty());
   const BackendRecord& b = r.backends[1];
   EXPECT_EQ(b.requested, "cuda");
-  ASSERT_EQ(b.ops.size(), CallsPerPosition(w.config));
-  EXPECT_TRUE(SameOps(b.ops, WithoutAttention(r.ops)));
+  ASSERT_EQ(b.ops.size(), OpsCount(w.config));
+  EXPECT_TRUE(SameOps(b.ops, r.ops));
   EXPECT_EQ(b.ops.back().sha256, b.logits_sha256);
   const nlohmann::json rec = verify_record(r, o, w, VerifyProvenance{});
   ASSERT_TRUE(rec["backends"][1].contains("ops"));

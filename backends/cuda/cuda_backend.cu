@@ -112,16 +112,20 @@ class CudaBackend final : public Gpt2Backend {
   size_t extra_memory_bytes() const override { return device_bytes_; }
 
   // From now on a prefill with every position's logits runs the observed
-  // pass (prefill_observed: every tap of core/ls_gpt2.h but the attention
-  // scores and probabilities, docs/cuda.md "Observed prefill"); nullptr
-  // turns it off. The first observer allocates the observed pass's buffers
-  // (a product before its residual add on the device, one tap's rows on
-  // the host), kept until the backend goes; every other call is as before.
+  // pass (prefill_observed: every tap of core/ls_gpt2.h, docs/cuda.md
+  // "Observed prefill"); nullptr turns it off. The first observer
+  // allocates the observed pass's buffers (a product before its residual
+  // add and the attention scores and probabilities on the device, one
+  // tap's rows on the host), kept until the backend goes; every other call
+  // is as before.
   bool set_observer(ls_gpt2_observer observer, void* user) override {
     if (observer && !d_ys_) {
       const size_t C = size_t(c_.n_embd), P = size_t(positions_);
-      obs_host_.assign(P * 4 * C, 0.0f);
+      const size_t att = P * size_t(c_.n_head) * size_t(c_.n_ctx);
+      obs_host_.assign(std::max(P * 4 * C, 2 * att), 0.0f);
       d_ys_ = alloc<float>(P * C);
+      d_att_obs_ = alloc<float>(2 * att);
+      set_attention_smem<true>();
       if (q8_) {
         set_q8_store_smem();
       } else {
@@ -638,37 +642,7 @@ class CudaBackend final : public Gpt2Backend {
     // (the default, 0, uses attention_step_kernel for D = 64).
     const char* as = std::getenv("LOCKSTEP_CUDA_ATTN_STEP");
     if (as && std::strcmp(as, "1") == 0) attn_step_ = 1;
-    {
-      const size_t st =
-          std::min(cuda::attention_step_smem(c_.n_ctx), attn_pass2_max_smem_);
-      if (st > 48 * 1024) {
-        LS_CUDA(cudaFuncSetAttribute(
-            cuda::attention_step_kernel,
-            cudaFuncAttributeMaxDynamicSharedMemorySize, int(st)));
-      }
-    }
-    for (int q : {16, 32}) {
-      const size_t ap2 = std::min(cuda::attention_pass2_smem(q, c_.n_ctx),
-                                  attn_pass2_max_smem_);
-      if (ap2 <= 48 * 1024) continue;
-      LS_CUDA(cudaFuncSetAttribute(q == 16 ? cuda::attention_pass2_kernel<16>
-                                           : cuda::attention_pass2_kernel<32>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(ap2)));
-    }
-    if (cuda::attention_pass_smem(c_.n_ctx) > 48 * 1024) {
-      LS_CUDA(cudaFuncSetAttribute(cuda::attention_pass_kernel,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(cuda::attention_pass_smem(c_.n_ctx))));
-    }
-    if (attention_smem_ > 48 * 1024) {
-      LS_CUDA(cudaFuncSetAttribute(cuda::attention_kernel<false>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(attention_smem_)));
-      LS_CUDA(cudaFuncSetAttribute(cuda::attention_kernel<true>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(attention_smem_)));
-    }
+    set_attention_smem<false>();
     if (!q8_ && size_t(c_.n_embd) * sizeof(float) > 48 * 1024) {
       set_matvec_smem<cuda::kQkv>();
       set_matvec_smem<cuda::kGelu>();
@@ -952,6 +926,43 @@ class CudaBackend final : public Gpt2Backend {
         cudaFuncSetAttribute(cuda::matvec_kernel<16, kEpi, true>, attr, bytes));
   }
 
+  // The attention kernels' shared memory above 48 KB (kObs: the observed
+  // pass's instantiations, set when an observer is first set).
+  template <bool kObs>
+  void set_attention_smem() {
+    {
+      const size_t st =
+          std::min(cuda::attention_step_smem(c_.n_ctx), attn_pass2_max_smem_);
+      if (st > 48 * 1024) {
+        LS_CUDA(cudaFuncSetAttribute(
+            cuda::attention_step_kernel<kObs>,
+            cudaFuncAttributeMaxDynamicSharedMemorySize, int(st)));
+      }
+    }
+    for (int q : {16, 32}) {
+      const size_t ap2 = std::min(cuda::attention_pass2_smem(q, c_.n_ctx),
+                                  attn_pass2_max_smem_);
+      if (ap2 <= 48 * 1024) continue;
+      LS_CUDA(cudaFuncSetAttribute(
+          q == 16 ? cuda::attention_pass2_kernel<16, kObs>
+                  : cuda::attention_pass2_kernel<32, kObs>,
+          cudaFuncAttributeMaxDynamicSharedMemorySize, int(ap2)));
+    }
+    if (cuda::attention_pass_smem(c_.n_ctx) > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::attention_pass_kernel<kObs>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(cuda::attention_pass_smem(c_.n_ctx))));
+    }
+    if (attention_smem_ > 48 * 1024) {
+      LS_CUDA(cudaFuncSetAttribute(cuda::attention_kernel<false, kObs>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(attention_smem_)));
+      LS_CUDA(cudaFuncSetAttribute(cuda::attention_kernel<true, kObs>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(attention_smem_)));
+    }
+  }
+
   template <int kEpi>
   void set_matmul2_smem() {
     LS_CUDA(cudaFuncSetAttribute(cuda::matmul2_kernel<kEpi, true>,
@@ -1176,6 +1187,9 @@ class CudaBackend final : public Gpt2Backend {
   // its loads issued together, kPre), D > 64 or LOCKSTEP_CUDA_ATTN=1 (then
   // without kPre for one position too); else attention_pass_kernel (16
   // queries per block; same operations, same order).
+  // kObs (the observed pass): the kernels' instantiations that also write
+  // the scores and probabilities (cuda::attn_obs, set by prefill_observed).
+  template <bool kObs = false>
   void attention(int n, const float* keys, const float* values, size_t stride) {
     const int C = c_.n_embd, D = C / c_.n_head;
     // The keys a query of this pass attends to, at most.
@@ -1184,11 +1198,11 @@ class CudaBackend final : public Gpt2Backend {
     if (n > 1 && D == 64 && attn_mode_ == 0 && ap2 <= attn_pass2_max_smem_) {
       const int pitch = cuda::attention_pass2_pitch(keys_max);
       if (attn_q_ == 16) {
-        launch(cuda::attention_pass2_kernel<16>,
+        launch(cuda::attention_pass2_kernel<16, kObs>,
                dim3(c_.n_head, ceil_div(n, 16)), 128, ap2, d_qkvs_, keys,
                values, stride, C, n, pitch, d_info_, d_as_);
       } else {
-        launch(cuda::attention_pass2_kernel<32>,
+        launch(cuda::attention_pass2_kernel<32, kObs>,
                dim3(c_.n_head, ceil_div(n, 32)), 256, ap2, d_qkvs_, keys,
                values, stride, C, n, pitch, d_info_, d_as_);
       }
@@ -1196,7 +1210,7 @@ class CudaBackend final : public Gpt2Backend {
       return;
     }
     if (n > 1 && D <= 64 && attn_pass_) {
-      launch(cuda::attention_pass_kernel,
+      launch(cuda::attention_pass_kernel<kObs>,
              dim3(c_.n_head, ceil_div(n, cuda::kAttnQ)), cuda::kAttnThreads,
              cuda::attention_pass_smem(c_.n_ctx), d_qkvs_, keys, values, stride,
              C, D, n, c_.n_ctx, d_info_, d_as_);
@@ -1205,18 +1219,18 @@ class CudaBackend final : public Gpt2Backend {
     }
     if (n == 1 && attn_pass_ && D == 64 && attn_step_ == 0 &&
         cuda::attention_step_smem(c_.n_ctx) <= attn_pass2_max_smem_) {
-      launch(cuda::attention_step_kernel, c_.n_head, cuda::kAsThreads,
+      launch(cuda::attention_step_kernel<kObs>, c_.n_head, cuda::kAsThreads,
              cuda::attention_step_smem(c_.n_ctx), d_qkvs_, keys, values, stride,
              c_.n_ctx, d_info_, d_as_, attn_early_);
       launched("attention step");
       return;
     }
     if (n == 1 && attn_pass_) {
-      launch(cuda::attention_kernel<true>, dim3(c_.n_head, n),
+      launch(cuda::attention_kernel<true, kObs>, dim3(c_.n_head, n),
              cuda::kAttnThreads, attention_smem_, d_qkvs_, keys, values, stride,
              C, D, c_.n_ctx, d_info_, d_as_, attn_early_);
     } else {
-      launch(cuda::attention_kernel<false>, dim3(c_.n_head, n),
+      launch(cuda::attention_kernel<false, kObs>, dim3(c_.n_head, n),
              cuda::kAttnThreads, attention_smem_, d_qkvs_, keys, values, stride,
              C, D, c_.n_ctx, d_info_, d_as_, 0);
     }
@@ -1482,10 +1496,11 @@ class CudaBackend final : public Gpt2Backend {
   //    element-wise launches (kernels_observe.cuh): the epilogues'
   //    expressions on the same values;
   //  - int8: the quantization is its own launch (the fused one-position
-  //    kernel not used), ln_f included, so that ln_f is stored.
-  // The attention scores and probabilities stay inside the attention
-  // kernels (shared memory, per head and query tile) and are not shown; a
-  // difference there shows at att_out. Every kernel is launched plainly
+  //    kernel not used), ln_f included, so that ln_f is stored;
+  //  - attention is the unobserved pass's kernel in its kObs instantiation,
+  //    which also writes each query's scores and probabilities from its
+  //    shared memory to d_att_obs_ (cuda::attn_obs).
+  // Every kernel is launched plainly
   // (no programmatic dependent launch: nothing of the observed pass starts
   // before its predecessor ends), which changes when kernels run, not what
   // they compute. The logits and the cache rows are copied back as by the
@@ -1500,6 +1515,17 @@ class CudaBackend final : public Gpt2Backend {
       ~PlainLaunches() { pdl = was; }
     } plain{pdl_, pdl_};
     pdl_ = false;
+    // Where the attention kernels write the scores and probabilities:
+    // [n][heads][position + n] each (the row of the query at position p
+    // holds p + 1). Copied from pageable memory: staged before the call
+    // returns, in stream order.
+    const cuda::AttnObs ao = {
+        d_att_obs_,
+        d_att_obs_ + size_t(positions_) * size_t(c_.n_head) * size_t(c_.n_ctx),
+        position + n};
+    LS_CUDA(cudaMemcpyToSymbolAsync(cuda::attn_obs, &ao, sizeof ao, 0,
+                                    cudaMemcpyHostToDevice, stream_));
+    after_kernel_ = false;
     sync_cache(mirror_, cache, cache_capacity, cache_len);
     put_info(position, tokens, n);
     enqueue_layers_observed(n, position);
@@ -1539,6 +1565,35 @@ class CudaBackend final : public Gpt2Backend {
     for (int t = 0; t < n; ++t) {
       obs_(obs_user_, layer, tap, first + t, -1,
            obs_host_.data() + size_t(t) * width, width);
+    }
+  }
+
+  // The scores and probabilities the attention kernels wrote (attn_obs:
+  // [n][heads][first + n] each), in the reference's order: per position,
+  // per head, its scores then its probabilities (position p's p + 1).
+  void observe_attention(int layer, int n, int first) {
+    const size_t H = size_t(c_.n_head), pitch = size_t(first + n);
+    const size_t floats = size_t(n) * H * pitch;
+    const size_t probs_at =
+        size_t(positions_) * size_t(c_.n_head) * size_t(c_.n_ctx);
+    if (2 * floats > obs_host_.size()) {
+      throw Error("CUDA backend: observed attention larger than its buffer");
+    }
+    LS_CUDA(copy_async(obs_host_.data(), d_att_obs_, floats * sizeof(float),
+                       cudaMemcpyDeviceToHost, stream_));
+    LS_CUDA(copy_async(obs_host_.data() + floats, d_att_obs_ + probs_at,
+                       floats * sizeof(float), cudaMemcpyDeviceToHost,
+                       stream_));
+    LS_CUDA(cudaStreamSynchronize(stream_));
+    for (int t = 0; t < n; ++t) {
+      const int pos = first + t;
+      for (size_t h = 0; h < H; ++h) {
+        const float* sc = obs_host_.data() + (size_t(t) * H + h) * pitch;
+        obs_(obs_user_, layer, LS_TAP_ATT_SCORE, pos, int(h), sc,
+             size_t(pos) + 1);
+        obs_(obs_user_, layer, LS_TAP_ATT_PROB, pos, int(h), sc + floats,
+             size_t(pos) + 1);
+      }
     }
   }
 
@@ -1591,7 +1646,8 @@ class CudaBackend final : public Gpt2Backend {
                             d_qkvs_, kv);
       }
       observe_rows(l, LS_TAP_QKV, d_qkvs_, first, n, 3 * Cs);
-      attention(n, kv, kv + C, row);
+      attention<true>(n, kv, kv + C, row);
+      observe_attention(l, n, first);
       observe_rows(l, LS_TAP_ATT_OUT, d_as_, first, n, Cs);
       // x += a . c_proj + b.
       if (q8_) {
@@ -1743,11 +1799,13 @@ class CudaBackend final : public Gpt2Backend {
   ls_gpt2_config c_;
   int positions_;
   // set_observer: the observer, and the observed pass's buffers (a
-  // product before its residual add [P][C] on the device; one tap's rows,
-  // up to [P][4C], on the host).
+  // product before its residual add [P][C] and the attention scores and
+  // probabilities [2][P][heads][n_ctx] on the device; one tap's rows, up to
+  // that or [P][4C], on the host).
   ls_gpt2_observer obs_ = nullptr;
   void* obs_user_ = nullptr;
   float* d_ys_ = nullptr;
+  float* d_att_obs_ = nullptr;  // scores, then probabilities
   std::vector<float> obs_host_;
   std::string device_name_;
   size_t device_bytes_ = 0;

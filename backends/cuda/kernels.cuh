@@ -1117,6 +1117,40 @@ __global__ void __launch_bounds__(256, 3)
 
 // Positions of values staged in shared memory per round of the weighted
 // sum, times the head width: 8192 floats (32 KB).
+// The observed prefill (backends/cuda/cuda_backend.cu, set_observer): the
+// attention kernels' kObs instantiations also write each query's scores
+// and probabilities, as they stand in shared memory, to these device
+// arrays [n][heads][pitch] (row t of the pass, head blockIdx.x; the first
+// last_t + 1 floats of each); the unobserved instantiations (kObs false,
+// the default) never read this. Set by the backend before an observed
+// pass.
+struct AttnObs {
+  float* scores;
+  float* probs;
+  int pitch;
+};
+__device__ AttnObs attn_obs;
+
+// Observed only: row t's first len floats of src (shared memory) to dst's
+// row (t, head blockIdx.x), thread i taking elements i, i + blockDim.x, ...
+__device__ __forceinline__ void attn_obs_row(float* dst, int t,
+                                             const float* src, int len) {
+  float* d = dst + (static_cast<size_t>(t) * gridDim.x + blockIdx.x) *
+                       static_cast<size_t>(attn_obs.pitch);
+  for (int j = threadIdx.x; j < len; j += blockDim.x) d[j] = src[j];
+}
+
+// Observed only: the rows of queries t0 .. t0 + nq - 1 (query q's first +
+// q + 1 floats at src + q * src_pitch).
+__device__ __forceinline__ void attn_obs_tile(float* dst, int t0, int nq,
+                                              int first, const float* src,
+                                              int src_pitch) {
+  for (int q = 0; q < nq; ++q) {
+    attn_obs_row(dst, t0 + q, src + static_cast<size_t>(q) * src_pitch,
+                 first + q + 1);
+  }
+}
+
 constexpr int kStageFloats = 8192;
 constexpr int kAttnThreads = 256;
 
@@ -1140,7 +1174,7 @@ inline size_t attention_smem_floats(int D, int n_ctx) {
 // thread's first key (D = 64) and its share of the first round of values;
 // the successor kernel is let start only at the end (its waiting blocks
 // would otherwise share the multiprocessors during a long attention).
-template <bool kPre>
+template <bool kPre, bool kObs = false>
 __global__ void __launch_bounds__(kAttnThreads)
     attention_kernel(const float* __restrict__ qkv, const float* keys,
                      const float* values, size_t stride, int C, int D,
@@ -1240,6 +1274,8 @@ __global__ void __launch_bounds__(kAttnThreads)
     sc[j] = __fdiv_rn(dot, scale);
   }
   __syncthreads();
+  // Observed: the scores (each thread the elements it rewrites below).
+  if constexpr (kObs) attn_obs_row(attn_obs.scores, t, sc, last + 1);
   // §2.4 step 1: the maximum. Taken in parallel: the value equals the
   // sequential scan's except possibly the sign of a zero maximum, and
   // s - (+0) and s - (-0) differ only for s = -0, where exp gives 1 either
@@ -1307,6 +1343,8 @@ __global__ void __launch_bounds__(kAttnThreads)
     sc[j] = __fdiv_rn(sc[j], total);
   }
   __syncthreads();
+  // Observed: the probabilities (only read from here on).
+  if constexpr (kObs) attn_obs_row(attn_obs.probs, t, sc, last + 1);
   // §2.5: out[d] = +0.0, then + p[j] * v_j[d] for j in order.
   float* orow = out + static_cast<size_t>(t) * C + off;
   if (staged) {
@@ -1371,6 +1409,7 @@ inline size_t attention_pass_smem(int n_ctx) {
          sizeof(float);
 }
 
+template <bool kObs = false>
 __global__ void __launch_bounds__(kAttnThreads)
     attention_pass_kernel(const float* __restrict__ qkv, const float* keys,
                           const float* values, size_t stride, int C, int D,
@@ -1474,6 +1513,11 @@ __global__ void __launch_bounds__(kAttnThreads)
   // The first chunk of values, in flight during the softmax.
   load_chunk(values, 0);
   __syncthreads();
+  // Observed: the scores, before the threads below rewrite them.
+  if constexpr (kObs) {
+    attn_obs_tile(attn_obs.scores, t0, nq, first, sc, n_ctx);
+    __syncthreads();
+  }
   // The maximum and exp: 16 threads per query (a half warp).
   {
     const int q = tid / 16, l16 = tid % 16;
@@ -1521,6 +1565,11 @@ __global__ void __launch_bounds__(kAttnThreads)
       for (int j = l16; j <= first + q; j += 16)
         row[j] = __fdiv_rn(row[j], total);
     }
+  }
+  // Observed: the probabilities (only read from here on).
+  if constexpr (kObs) {
+    __syncthreads();
+    attn_obs_tile(attn_obs.probs, t0, nq, first, sc, n_ctx);
   }
   // §2.5: thread (d = tid % 64, q = tid / 64 + 4 i), four queries' sums.
   const int d = tid % 64;
@@ -1657,7 +1706,7 @@ __device__ __forceinline__ float dot4_block(float4 q, float4 k) {
   return acc;
 }
 
-template <int kAp2Q>
+template <int kAp2Q, bool kObs = false>
 __global__ void __launch_bounds__(8 * kAp2Q, 64 / kAp2Q)
     attention_pass2_kernel(const float* qkv, const float* keys,
                            const float* values, size_t stride, int C, int n,
@@ -1751,6 +1800,11 @@ __global__ void __launch_bounds__(8 * kAp2Q, 64 / kAp2Q)
   // The first chunk of values, in flight during the softmax.
   load_chunk(values, 0);
   __syncthreads();
+  // Observed: the scores, before the threads below rewrite them.
+  if constexpr (kObs) {
+    attn_obs_tile(attn_obs.scores, t0, nq, first, sc, pitch);
+    __syncthreads();
+  }
   // The maximum and exp: 8 threads per query.
   const int qs8 = qb + (lane >> 3), l8 = lane & 7;
   {
@@ -1799,6 +1853,11 @@ __global__ void __launch_bounds__(8 * kAp2Q, 64 / kAp2Q)
     const float total = total_s[qs8];
     for (int j = l8; j <= first + qs8; j += 8)
       row[j] = __fdiv_rn(row[j], total);
+  }
+  // Observed: the probabilities (only read from here on).
+  if constexpr (kObs) {
+    __syncthreads();
+    attn_obs_tile(attn_obs.probs, t0, nq, first, sc, pitch);
   }
   // §2.5.
   const int qa = qb + 2 * (lane >> 4), dd = 4 * (lane & 15);
@@ -1917,6 +1976,7 @@ inline size_t attention_step_smem(int n_ctx) {
   return (2 * nc + 64 + 2 * size_t(kAsRound) * 64) * sizeof(float);
 }
 
+template <bool kObs = false>
 __global__ void __launch_bounds__(kAsThreads)
     attention_step_kernel(const float* qkv, const float* keys,
                           const float* values, size_t stride, int n_ctx,
@@ -1976,6 +2036,8 @@ __global__ void __launch_bounds__(kAsThreads)
     sc[j] = score_div8(tree16(s));
   }
   __syncthreads();
+  // Observed: the scores (each thread the elements it rewrites below).
+  if constexpr (kObs) attn_obs_row(attn_obs.scores, 0, sc, last + 1);
   float m = sc[0];
   for (int j = tid; j <= last; j += kAsThreads) m = sc[j] > m ? sc[j] : m;
 #pragma unroll
@@ -2011,6 +2073,8 @@ __global__ void __launch_bounds__(kAsThreads)
     for (; j <= last; ++j) S = __fadd_rn(S, sc[j]);
   }
   for (int j = tid; j <= last; j += kAsThreads) pr[j] = __fdiv_rn(sc[j], S);
+  // Observed: the probabilities (each thread the elements it wrote).
+  if constexpr (kObs) attn_obs_row(attn_obs.probs, 0, pr, last + 1);
   // §2.5, round by round.
   float a = 0.0f;
   for (int r = 0; r * kAsRound <= last; ++r) {
