@@ -19,6 +19,7 @@
 #include "backends/cuda/kernels.cuh"
 #include "backends/cuda/kernels_observe.cuh"
 #include "backends/cuda/kernels_q8.cuh"
+#include "backends/prefill_args.h"
 #include "lockstep/error.h"
 #include "ls_gpt2.h"
 #include "ls_gpt2_layout.h"
@@ -168,19 +169,10 @@ class CudaBackend final : public Gpt2Backend {
                     const int32_t* tokens, int n, int32_t position,
                     bool all_positions, float* logits) override {
     // The checks and their order of ls_gpt2_prefill.
-    if (!cache || !logits || (n > 0 && !tokens)) return LS_ERR_NULL;
-    if (n < 1) return LS_ERR_EMPTY_SEQUENCE;
-    if (position < 0 || position >= c_.n_ctx) return LS_ERR_POSITION;
-    if (n > c_.n_ctx - position) return LS_ERR_SEQUENCE_TOO_LONG;
-    for (int t = 0; t < n; ++t) {
-      if (tokens[t] < 0 || tokens[t] >= c_.n_vocab) return LS_ERR_TOKEN;
-    }
-    const size_t row = ls_gpt2_cache_row_floats(&c_);
-    if (cache_len != size_t(position) * row ||
-        cache_capacity < cache_len + size_t(n) * row) {
-      return LS_ERR_CACHE_LENGTH;
-    }
-    if (n > positions_) return LS_ERR_SCRATCH;
+    const ls_status bad =
+        check_prefill_args(c_, cache, cache_capacity, cache_len, tokens, n,
+                           position, logits, positions_);
+    if (bad != LS_OK) return bad;
     if (obs_ && all_positions) {
       return prefill_observed(cache, cache_capacity, cache_len, tokens, n,
                               position, logits);
