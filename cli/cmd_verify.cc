@@ -138,6 +138,98 @@ bool record_is_tiny(const nlohmann::json& rec) {
   return rec.at("model").value("kind", "gpt2") == "tiny";
 }
 
+// --backends wasm where it cannot run.
+void require_wasm() {
+  if (!wasm_available()) {
+    throw Error(
+        "--backends wasm: this build has no WebAssembly module or node is "
+        "not on PATH (docs/wasm.md)");
+  }
+}
+
+// --against: the earlier record, which must be of the same kind of model
+// (tiny or GPT-2), with the settings both kinds take from it (contexts,
+// lengths, seed, completions, operation digests) put into a.options; the
+// record's options are returned for what only one kind takes.
+VerifyOptions read_against(VerifyArgs& a, bool tiny, nlohmann::json& before) {
+  before = read_verify_record(a.against);
+  if (record_is_tiny(before) != tiny) {
+    const char* record_kind = tiny ? "a GPT-2 model" : "a tiny model";
+    const char* model_kind = tiny ? "a tiny model" : "a GPT-2 model";
+    throw Error("--against '" + a.against + "': the record is of " +
+                record_kind + ", --model '" + a.model.label() + "' is " +
+                model_kind);
+  }
+  const VerifyOptions o = options_from_record(before);
+  a.options.contexts = o.contexts;
+  a.options.min_length = o.min_length;
+  a.options.max_length = o.max_length;
+  a.options.seed = o.seed;
+  a.options.completion_tokens = o.completion_tokens;
+  a.options.op_hashes = o.op_hashes;
+  return o;
+}
+
+// The progress bar of a run (none with --quiet), made at the first report.
+struct Progress {
+  bool quiet;
+  std::unique_ptr<ProgressBar> bar;
+  VerifyProgress report() {
+    return [this](long done, long total, const std::string& status) {
+      if (quiet) return;
+      if (!bar) bar = std::make_unique<ProgressBar>("verify", total);
+      bar->update(done, status);
+    };
+  }
+  void finish() {
+    if (bar) bar->finish();
+  }
+};
+
+// The summary both kinds print: `model` is what follows the label in
+// parentheses, `unit` what the contexts are counted in ("" or "; bytes"),
+// `paths` and `cache` their lines.
+void print_summary(const VerifyArgs& a, const VerifyResult& r, int n_ctx,
+                   const std::string& model, const char* unit,
+                   const std::string& paths, const std::string& cache) {
+  std::string backends_run;
+  for (const auto& b : r.backends) {
+    backends_run += (backends_run.empty() ? "" : ", ") + b.name;
+  }
+  const int max_len =
+      a.options.max_length > 0 ? std::min(a.options.max_length, n_ctx) : n_ctx;
+  std::printf("lockstep verify: %s\n", r.mismatches == 0 ? "PASSED" : "FAILED");
+  std::printf("  model                 %s (%s)\n", a.model.label().c_str(),
+              model.c_str());
+  std::printf("  backends              %s\n", backends_run.c_str());
+  std::printf(
+      "  contexts              %d (%s positions; seed %llu; lengths "
+      "%d..%d%s)\n",
+      r.contexts, human(r.positions).c_str(),
+      (unsigned long long)a.options.seed,
+      std::clamp(a.options.min_length, 1, max_len), max_len, unit);
+  std::printf("  paths                 %s\n", paths.c_str());
+  std::printf("  logits compared       %s\n", human(r.logits_compared).c_str());
+  std::printf("  cache words compared  %s\n", cache.c_str());
+  std::printf("  mismatches            %s\n", human(r.mismatches).c_str());
+  if (r.first) {
+    std::printf("  first mismatch        %s\n", r.first->describe().c_str());
+  }
+}
+
+// The record's command, model and the files both kinds name first: this
+// binary and, when wasm ran, the module.
+VerifyProvenance base_provenance(const VerifyArgs& a, bool uses_wasm) {
+  VerifyProvenance p;
+  p.command = a.command;
+  p.model = a.model.label();
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  p.files.push_back({"lockstep binary", ec ? "/proc/self/exe" : exe.string()});
+  if (uses_wasm) p.files.push_back({"wasm module", wasm_module_path()});
+  return p;
+}
+
 // Prints the lines both kinds share after the run: bisect, the bundle,
 // --against. Returns the status.
 int finish(const VerifyArgs& a, bool pass, const nlohmann::json& before,
@@ -188,19 +280,7 @@ int run_tiny(VerifyArgs& a) {
   const TinyModel m = load_tiny(a.model.path());
   nlohmann::json before;
   if (!a.against.empty()) {
-    before = read_verify_record(a.against);
-    if (!record_is_tiny(before)) {
-      throw Error("--against '" + a.against +
-                  "': the record is of a GPT-2 model, --model '" +
-                  a.model.label() + "' is a tiny model");
-    }
-    const VerifyOptions o = options_from_record(before);
-    a.options.contexts = o.contexts;
-    a.options.min_length = o.min_length;
-    a.options.max_length = o.max_length;
-    a.options.seed = o.seed;
-    a.options.completion_tokens = o.completion_tokens;
-    a.options.op_hashes = o.op_hashes;
+    const VerifyOptions o = read_against(a, true, before);
     if (a.bound_given && a.options.bound != o.bound) {
       throw Error("--bound " + std::to_string(a.options.bound) +
                   ": the record was made with bound " +
@@ -224,11 +304,7 @@ int run_tiny(VerifyArgs& a) {
                     "binary64 core (reference) and in the WebAssembly "
                     "module (wasm)");
       }
-      if (n == "wasm" && !wasm_available()) {
-        throw Error(
-            "--backends wasm: this build has no WebAssembly module or "
-            "node is not on PATH (docs/wasm.md)");
-      }
+      if (n == "wasm") require_wasm();
     }
   }
   a.options.backends = names;
@@ -238,58 +314,23 @@ int run_tiny(VerifyArgs& a) {
   const std::string text_path = data_dir() + "/tinyshakespeare.txt";
   const std::vector<VerifyContext> contexts =
       make_tiny_verify_contexts(m.n_ctx, read_all_bytes(text_path), a.options);
-  std::unique_ptr<ProgressBar> bar;
-  const VerifyProgress progress = [&](long done, long total,
-                                      const std::string& status) {
-    if (a.quiet) return;
-    if (!bar) bar = std::make_unique<ProgressBar>("verify", total);
-    bar->update(done, status);
-  };
-  const VerifyResult r = run_verify_tiny(m, contexts, a.options, progress);
-  if (bar) bar->finish();
+  Progress progress{a.quiet, nullptr};
+  const VerifyResult r =
+      run_verify_tiny(m, contexts, a.options, progress.report());
+  progress.finish();
 
   const bool pass = r.mismatches == 0;
-  std::string backends_run;
-  for (const auto& b : r.backends) {
-    backends_run += (backends_run.empty() ? "" : ", ") + b.name;
-  }
-  const int max_len = a.options.max_length > 0
-                          ? std::min(a.options.max_length, m.n_ctx)
-                          : m.n_ctx;
-  char bound[32];
-  std::snprintf(bound, sizeof bound, "%g", a.options.bound);
-  std::printf("lockstep verify: %s\n", pass ? "PASSED" : "FAILED");
-  std::printf(
-      "  model                 %s (tiny binary64, 1 layer, n_embd 4, n_ctx "
-      "%d; bound %s)\n",
-      a.model.label().c_str(), m.n_ctx, bound);
-  std::printf("  backends              %s\n", backends_run.c_str());
-  std::printf(
-      "  contexts              %d (%s positions; seed %llu; lengths "
-      "%d..%d; bytes)\n",
-      r.contexts, human(r.positions).c_str(),
-      (unsigned long long)a.options.seed,
-      std::clamp(a.options.min_length, 1, max_len), max_len);
-  std::printf(
-      "  paths                 checked entry at every prefix, every-position "
-      "pass%s\n",
-      a.options.op_hashes ? " (with operation digests)" : "");
-  std::printf("  logits compared       %s\n", human(r.logits_compared).c_str());
-  std::printf(
-      "  cache words compared  0 (the tiny models keep no cache: no cached "
-      "step or prefill)\n");
-  std::printf("  mismatches            %s\n", human(r.mismatches).c_str());
-  if (r.first) {
-    std::printf("  first mismatch        %s\n", r.first->describe().c_str());
-  }
+  char model[96];
+  std::snprintf(model, sizeof model,
+                "tiny binary64, 1 layer, n_embd 4, n_ctx %d; bound %g", m.n_ctx,
+                a.options.bound);
+  print_summary(a, r, m.n_ctx, model, "; bytes",
+                std::string("checked entry at every prefix, every-position "
+                            "pass") +
+                    (a.options.op_hashes ? " (with operation digests)" : ""),
+                "0 (the tiny models keep no cache: no cached step or prefill)");
 
-  VerifyProvenance p;
-  p.command = a.command;
-  p.model = a.model.label();
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  p.files.push_back({"lockstep binary", ec ? "/proc/self/exe" : exe.string()});
-  if (uses_wasm) p.files.push_back({"wasm module", wasm_module_path()});
+  VerifyProvenance p = base_provenance(a, uses_wasm);
   p.files.push_back({"weights", a.model.path()});
   p.files.push_back({"tinyshakespeare.txt", text_path});
   const nlohmann::json record = verify_tiny_record(r, a.options, m, p);
@@ -306,19 +347,7 @@ int run(VerifyArgs& a) {
   }
   nlohmann::json before;
   if (!a.against.empty()) {
-    before = read_verify_record(a.against);
-    if (record_is_tiny(before)) {
-      throw Error("--against '" + a.against +
-                  "': the record is of a tiny model, --model '" +
-                  a.model.label() + "' is a GPT-2 model");
-    }
-    const VerifyOptions o = options_from_record(before);
-    a.options.contexts = o.contexts;
-    a.options.min_length = o.min_length;
-    a.options.max_length = o.max_length;
-    a.options.seed = o.seed;
-    a.options.completion_tokens = o.completion_tokens;
-    a.options.op_hashes = o.op_hashes;
+    read_against(a, false, before);
     // An int8 record checked from the binary32 model: quantize it here
     // first, as the record's run did or as `convert --quant int8` does
     // (the same bytes either way; the int8 payload digest is compared).
@@ -340,11 +369,7 @@ int run(VerifyArgs& a) {
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     for (const std::string& n : names) {
       if (n == "wasm") {
-        if (!wasm_available()) {
-          throw Error(
-              "--backends wasm: this build has no WebAssembly module or "
-              "node is not on PATH (docs/wasm.md)");
-        }
+        require_wasm();
       } else if (std::find(known.begin(), known.end(), n) == known.end()) {
         throw Error("--backends: '" + n +
                     "' is not a backend this machine can run (" + list +
@@ -432,56 +457,23 @@ int run(VerifyArgs& a) {
   const std::vector<VerifyContext> contexts =
       make_verify_contexts(c, tok, read_all_bytes(text_path), a.options);
 
-  std::unique_ptr<ProgressBar> bar;
-  const VerifyProgress progress = [&](long done, long total,
-                                      const std::string& status) {
-    if (a.quiet) return;
-    if (!bar) bar = std::make_unique<ProgressBar>("verify", total);
-    bar->update(done, status);
-  };
+  Progress progress{a.quiet, nullptr};
   const VerifyResult r =
-      run_verify(w, run_path, contexts, tok, a.options, progress);
-  if (bar) bar->finish();
+      run_verify(w, run_path, contexts, tok, a.options, progress.report());
+  progress.finish();
 
   const bool pass = r.mismatches == 0;
-  std::string backends_run;
-  for (const auto& b : r.backends) {
-    backends_run += (backends_run.empty() ? "" : ", ") + b.name;
-  }
-  const int max_len = a.options.max_length > 0
-                          ? std::min(a.options.max_length, c.n_ctx)
-                          : c.n_ctx;
-  std::printf("lockstep verify: %s\n", pass ? "PASSED" : "FAILED");
-  std::printf(
-      "  model                 %s (%s, %d layers, n_embd %d, n_ctx %d)\n",
-      a.model.label().c_str(), given_format.c_str(), c.n_layer, c.n_embd,
-      c.n_ctx);
-  std::printf("  backends              %s\n", backends_run.c_str());
-  std::printf(
-      "  contexts              %d (%s positions; seed %llu; lengths "
-      "%d..%d)\n",
-      r.contexts, human(r.positions).c_str(),
-      (unsigned long long)a.options.seed,
-      std::clamp(a.options.min_length, 1, max_len), max_len);
-  std::printf(
-      "  paths                 cached step, full-prefix pass, prefill "
-      "(whole and chunked)%s\n",
-      a.options.op_hashes ? ", observed reference pass" : "");
-  std::printf("  logits compared       %s\n", human(r.logits_compared).c_str());
-  std::printf("  cache words compared  %s\n",
-              human(r.cache_words_compared).c_str());
-  std::printf("  mismatches            %s\n", human(r.mismatches).c_str());
-  if (r.first) {
-    std::printf("  first mismatch        %s\n", r.first->describe().c_str());
-  }
+  print_summary(a, r, c.n_ctx,
+                given_format + ", " + std::to_string(c.n_layer) +
+                    " layers, n_embd " + std::to_string(c.n_embd) + ", n_ctx " +
+                    std::to_string(c.n_ctx),
+                "",
+                std::string("cached step, full-prefix pass, prefill (whole "
+                            "and chunked)") +
+                    (a.options.op_hashes ? ", observed reference pass" : ""),
+                human(r.cache_words_compared));
 
-  VerifyProvenance p;
-  p.command = a.command;
-  p.model = a.model.label();
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  p.files.push_back({"lockstep binary", ec ? "/proc/self/exe" : exe.string()});
-  if (uses_wasm) p.files.push_back({"wasm module", wasm_module_path()});
+  VerifyProvenance p = base_provenance(a, uses_wasm);
   // The weights as given (with --quant int8 the binary32 source; the int8
   // file made from it is temporary, pinned by the record's digests).
   const std::string given = random ? "" : a.model.path();

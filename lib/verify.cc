@@ -21,12 +21,6 @@ namespace {
 
 using Rng = VerifyRng;
 
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 constexpr ls_gpt2_tap kLayerTaps[] = {
     LS_TAP_LN1,     LS_TAP_QKV,  LS_TAP_ATT_SCORE, LS_TAP_ATT_PROB,
     LS_TAP_ATT_OUT, LS_TAP_PROJ, LS_TAP_RES1,      LS_TAP_LN2,
@@ -165,23 +159,104 @@ std::string gpt2_op_name(int layer, ls_gpt2_tap tap) {
   return layer_op(layer, gpt2_tap_name(tap));
 }
 
+void verify_count_contexts(const std::vector<VerifyContext>& contexts,
+                           VerifyResult& r) {
+  r.contexts = int(contexts.size());
+  Sha256Hasher ctx_digest;
+  for (const auto& ctx : contexts) {
+    r.positions += ctx.tokens.size();
+    ctx_digest.update(ctx.tokens.data(), ctx.tokens.size() * 4);
+    r.context_sources.push_back(ctx.source);
+  }
+  r.contexts_sha256 = to_hex(ctx_digest.finish());
+}
+
+void verify_end_backend(BackendRecord& rec,
+                        std::chrono::steady_clock::time_point t0) {
+  rec.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  rec.peak_rss = verify_proc_status_bytes("VmHWM:");
+}
+
+void verify_note_mismatch(VerifyResult& r, const VerifyMismatch& m) {
+  ++r.mismatches;
+  if (!r.first) r.first = m;
+}
+
+void verify_compare_logit_words(const void* a, const void* b, size_t rows,
+                                size_t n_vocab, int word_bytes, int first,
+                                int ci, const std::string& la,
+                                const std::string& lb, VerifyResult& r) {
+  const size_t n = rows * n_vocab, w = size_t(word_bytes);
+  r.logits_compared += n;
+  if (std::memcmp(a, b, n * w) == 0) return;
+  const auto* pa = static_cast<const unsigned char*>(a);
+  const auto* pb = static_cast<const unsigned char*>(b);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t wa = 0, wb = 0;  // the word's bits (little-endian hosts)
+    std::memcpy(&wa, pa + i * w, w);
+    std::memcpy(&wb, pb + i * w, w);
+    if (wa == wb) continue;
+    ++r.mismatches;
+    if (r.first) continue;
+    VerifyMismatch m;
+    m.what = "logits", m.a = la, m.b = lb, m.context = ci;
+    m.position = first + int(i / n_vocab);
+    m.index = long(i % n_vocab);
+    m.bits_a = wa, m.bits_b = wb;
+    m.word_bytes = word_bytes;
+    r.first = m;
+  }
+}
+
+void verify_compare_completions(const BackendRecord& rec, VerifyResult& r) {
+  const auto& a = r.backends[0].completions;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].tokens != rec.completions[i].tokens) {
+      VerifyMismatch m;
+      m.what = "completion", m.a = r.backends[0].name, m.b = rec.name;
+      m.context = int(i);
+      verify_note_mismatch(r, m);
+    }
+  }
+}
+
+std::vector<VerifyContext> verify_draw_contexts(
+    int n_ctx, int64_t n_vocab, const std::string& text, const VerifyOptions& o,
+    const std::function<std::vector<int32_t>(size_t offset, int len)>&
+        text_tokens) {
+  const int hi = o.max_length > 0 ? std::min(o.max_length, n_ctx) : n_ctx;
+  const int lo = std::clamp(o.min_length, 1, hi);
+  if (text.size() < 4096) {
+    throw Error("the context text is too short (" +
+                std::to_string(text.size()) + " bytes)");
+  }
+  Rng rng{o.seed};
+  std::vector<VerifyContext> out;
+  for (int i = 0; i < o.contexts; ++i) {
+    const int len = i == 0 ? hi : int(rng.in(lo, hi));
+    VerifyContext ctx;
+    if (i % 2 == 0) {
+      const size_t offset = size_t(rng.in(0, int64_t(text.size() / 2)));
+      ctx.tokens = text_tokens(offset, len);
+      ctx.source = "shakespeare@" + std::to_string(offset);
+    } else {
+      for (int t = 0; t < len; ++t) {
+        ctx.tokens.push_back(int32_t(rng.in(0, n_vocab - 1)));
+      }
+      ctx.source = "random";
+    }
+    out.push_back(std::move(ctx));
+  }
+  return out;
+}
+
 void VerifyComparer::logits(const float* a, const float* b, size_t rows,
                             int first, int ci, const std::string& la,
                             const std::string& lb) {
-  const size_t n = rows * size_t(c_.n_vocab);
-  r_.logits_compared += n;
-  if (std::memcmp(a, b, n * sizeof(float)) == 0) return;
-  for (size_t i = 0; i < n; ++i) {
-    if (bits_of(a[i]) == bits_of(b[i])) continue;
-    ++r_.mismatches;
-    if (r_.first) continue;
-    VerifyMismatch m;
-    m.what = "logits", m.a = la, m.b = lb, m.context = ci;
-    m.position = first + int(i / size_t(c_.n_vocab));
-    m.index = long(i % size_t(c_.n_vocab));
-    m.bits_a = bits_of(a[i]), m.bits_b = bits_of(b[i]);
-    r_.first = m;
-  }
+  verify_compare_logit_words(a, b, rows, size_t(c_.n_vocab), 4, first, ci, la,
+                             lb, r_);
 }
 
 void VerifyComparer::cache(const std::vector<uint8_t>& a,
@@ -299,48 +374,38 @@ std::vector<VerifyContext> make_verify_contexts(const ls_gpt2_config& c,
                                                 const Tokenizer& tok,
                                                 const std::string& text,
                                                 const VerifyOptions& o) {
-  const int hi = o.max_length > 0 ? std::min(o.max_length, c.n_ctx) : c.n_ctx;
-  const int lo = std::clamp(o.min_length, 1, hi);
-  if (text.size() < 4096) {
-    throw Error("the context text is too short (" +
-                std::to_string(text.size()) + " bytes)");
-  }
-  Rng rng{o.seed};
-  std::vector<VerifyContext> out;
-  for (int i = 0; i < o.contexts; ++i) {
-    const int len = i == 0 ? hi : int(rng.in(lo, hi));
-    VerifyContext ctx;
-    if (i % 2 == 0) {
-      // Enough bytes for len tokens (BPE averages about 4 bytes a token on
-      // this text), doubled until it is.
-      size_t window = size_t(len) * 8 + 64;
-      const size_t offset = size_t(rng.in(0, int64_t(text.size() / 2)));
-      for (;;) {
-        window = std::min(window, text.size() - offset);
-        ctx.tokens = tok.encode(std::string_view(text).substr(offset, window));
-        if (ctx.tokens.size() >= size_t(len) || offset + window >= text.size())
-          break;
-        window *= 2;
-      }
-      if (ctx.tokens.size() < size_t(len)) {
-        throw Error("the context text holds too few tokens");
-      }
-      ctx.tokens.resize(size_t(len));
-      ctx.source = "shakespeare@" + std::to_string(offset);
-    } else {
-      for (int t = 0; t < len; ++t) {
-        ctx.tokens.push_back(int32_t(rng.in(0, c.n_vocab - 1)));
-      }
-      ctx.source = "random";
+  const auto encoded = [&](size_t offset, int len) {
+    // Enough bytes for len tokens (BPE averages about 4 bytes a token on
+    // this text), doubled until it is.
+    size_t window = size_t(len) * 8 + 64;
+    std::vector<int32_t> tokens;
+    for (;;) {
+      window = std::min(window, text.size() - offset);
+      tokens = tok.encode(std::string_view(text).substr(offset, window));
+      if (tokens.size() >= size_t(len) || offset + window >= text.size()) break;
+      window *= 2;
     }
-    out.push_back(std::move(ctx));
-  }
-  return out;
+    if (tokens.size() < size_t(len)) {
+      throw Error("the context text holds too few tokens");
+    }
+    tokens.resize(size_t(len));
+    return tokens;
+  };
+  return verify_draw_contexts(c.n_ctx, c.n_vocab, text, o, encoded);
 }
 
-std::vector<NamedHash> reference_op_hashes(
-    const ls_gpt2_config& c, const float* plain_weights, size_t words,
-    const std::vector<VerifyContext>& contexts) {
+namespace {
+
+// One context's observed full pass of a reference (binary32 or int8).
+using ObservedPass =
+    std::function<ls_status(const VerifyContext& ctx, float* scratch,
+                            size_t n_scratch, float* logits, OpHasher& h)>;
+
+// Every context through `pass`, its taps hashed by name; `what` names the
+// pass in the error of a failed one.
+std::vector<NamedHash> observed_op_hashes(
+    const ls_gpt2_config& c, const std::vector<VerifyContext>& contexts,
+    const char* what, const ObservedPass& pass) {
   size_t longest = 1;
   for (const auto& ctx : contexts)
     longest = std::max(longest, ctx.tokens.size());
@@ -350,11 +415,10 @@ std::vector<NamedHash> reference_op_hashes(
   OpHasher h{c.n_layer, {}};
   for (size_t i = 0; i < names.size(); ++i) h.streams.emplace_back();
   for (const auto& ctx : contexts) {
-    const ls_status s = ls_gpt2_infer_observed(
-        &c, plain_weights, words, ctx.tokens.data(), int(ctx.tokens.size()),
-        scratch.data(), scratch.size(), logits.data(), &OpHasher::observe, &h);
+    const ls_status s =
+        pass(ctx, scratch.data(), scratch.size(), logits.data(), h);
     if (s != LS_OK) {
-      throw Error(std::string("reference pass: ") + ls_status_message(s));
+      throw Error(std::string(what) + ": " + ls_status_message(s));
     }
   }
   std::vector<NamedHash> out;
@@ -362,6 +426,21 @@ std::vector<NamedHash> reference_op_hashes(
     out.push_back({names[i], to_hex(h.streams[i].finish())});
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<NamedHash> reference_op_hashes(
+    const ls_gpt2_config& c, const float* plain_weights, size_t words,
+    const std::vector<VerifyContext>& contexts) {
+  return observed_op_hashes(c, contexts, "reference pass",
+                            [&](const VerifyContext& ctx, float* scratch,
+                                size_t n_scratch, float* logits, OpHasher& h) {
+                              return ls_gpt2_infer_observed(
+                                  &c, plain_weights, words, ctx.tokens.data(),
+                                  int(ctx.tokens.size()), scratch, n_scratch,
+                                  logits, &OpHasher::observe, &h);
+                            });
 }
 
 std::vector<NamedHash> reference_q8_op_hashes(
@@ -372,27 +451,14 @@ std::vector<NamedHash> reference_q8_op_hashes(
                 " bytes of int8 weights, the config needs " +
                 std::to_string(ls_gpt2_q8_bytes(&c)));
   }
-  size_t longest = 1;
-  for (const auto& ctx : contexts)
-    longest = std::max(longest, ctx.tokens.size());
-  std::vector<float> scratch(ls_gpt2_infer_scratch_floats(&c, int(longest)));
-  std::vector<float> logits(longest * size_t(c.n_vocab));
-  const std::vector<std::string> names = tap_slot_names(c.n_layer);
-  OpHasher h{c.n_layer, {}};
-  for (size_t i = 0; i < names.size(); ++i) h.streams.emplace_back();
-  for (const auto& ctx : contexts) {
-    const ls_status s = ls_gpt2_q8_infer_observed(
-        &c, q8, bytes, ctx.tokens.data(), int(ctx.tokens.size()),
-        scratch.data(), scratch.size(), logits.data(), &OpHasher::observe, &h);
-    if (s != LS_OK) {
-      throw Error(std::string("int8 reference pass: ") + ls_status_message(s));
-    }
-  }
-  std::vector<NamedHash> out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out.push_back({names[i], to_hex(h.streams[i].finish())});
-  }
-  return out;
+  return observed_op_hashes(c, contexts, "int8 reference pass",
+                            [&](const VerifyContext& ctx, float* scratch,
+                                size_t n_scratch, float* logits, OpHasher& h) {
+                              return ls_gpt2_q8_infer_observed(
+                                  &c, q8, bytes, ctx.tokens.data(),
+                                  int(ctx.tokens.size()), scratch, n_scratch,
+                                  logits, &OpHasher::observe, &h);
+                            });
 }
 
 std::vector<NamedHash> backend_op_hashes(
@@ -465,14 +531,7 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
   const size_t V = size_t(c.n_vocab), C = size_t(c.n_embd);
   const size_t row = ls_gpt2_cache_row_floats(&c);
   VerifyResult r;
-  r.contexts = int(contexts.size());
-  Sha256Hasher ctx_digest;
-  for (const auto& ctx : contexts) {
-    r.positions += ctx.tokens.size();
-    ctx_digest.update(ctx.tokens.data(), ctx.tokens.size() * 4);
-    r.context_sources.push_back(ctx.source);
-  }
-  r.contexts_sha256 = to_hex(ctx_digest.finish());
+  verify_count_contexts(contexts, r);
 
   const std::vector<Planned> plan = plan_backends(o);
   const long total = long(contexts.size()) * long(plan.size() + o.op_hashes);
@@ -559,10 +618,7 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
       if (progress) progress(++done, total, label);
     }
     rec.completions = complete(run, tok, c, o.completion_tokens);
-    rec.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    rec.peak_rss = verify_proc_status_bytes("VmHWM:");
+    verify_end_backend(rec, t0);
     if (WasmHost* h = run.wasm_host()) rec.module_bytes = h->memory()[0];
     rec.logits_sha256 = to_hex(logits_hash.finish());
     for (size_t l = 0; l < size_t(c.n_layer); ++l) {
@@ -571,20 +627,7 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
       rec.cache.push_back(
           {layer_op(int(l), "v"), to_hex(layer_hash[2 * l + 1].finish())});
     }
-    if (bi > 0) {
-      const auto& a = r.backends[0].completions;
-      for (size_t i = 0; i < a.size(); ++i) {
-        if (a[i].tokens != rec.completions[i].tokens) {
-          ++r.mismatches;
-          if (!r.first) {
-            VerifyMismatch m;
-            m.what = "completion", m.a = r.backends[0].name, m.b = rec.name;
-            m.context = int(i);
-            r.first = m;
-          }
-        }
-      }
-    }
+    if (bi > 0) verify_compare_completions(rec, r);
     // The backend's own operations: a fresh backend of the same kind and
     // thread count, observed (the CPU and CUDA backends show them;
     // docs/verify.md "Per-operation bisect between backends").
@@ -630,13 +673,10 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
     // The observed pass's logits are those of the cached step.
     if (!r.backends.empty() && !r.ops.empty() &&
         r.ops.back().sha256 != r.backends[0].logits_sha256) {
-      ++r.mismatches;
-      if (!r.first) {
-        VerifyMismatch m;
-        m.what = "observed logits", m.a = r.backends[0].name + " cached";
-        m.b = "reference observed full pass";
-        r.first = m;
-      }
+      VerifyMismatch m;
+      m.what = "observed logits", m.a = r.backends[0].name + " cached";
+      m.b = "reference observed full pass";
+      verify_note_mismatch(r, m);
     }
     r.logits_compared += r.positions * V;
     // Each backend's own operations against the reference's (the names
@@ -648,13 +688,10 @@ VerifyResult run_verify(const Gpt2Weights& w, const std::string& model_path,
         d = "logits (observed prefill against cached step)";
       }
       if (!d) continue;
-      ++r.mismatches;
-      if (!r.first) {
-        VerifyMismatch m;
-        m.what = "operations", m.a = "reference observed full pass";
-        m.b = b.name + " observed prefill at " + *d;
-        r.first = m;
-      }
+      VerifyMismatch m;
+      m.what = "operations", m.a = "reference observed full pass";
+      m.b = b.name + " observed prefill at " + *d;
+      verify_note_mismatch(r, m);
     }
   }
   return r;

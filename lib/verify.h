@@ -6,6 +6,7 @@
 #ifndef LOCKSTEP_LIB_VERIFY_H_
 #define LOCKSTEP_LIB_VERIFY_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -179,6 +180,42 @@ std::optional<std::string> first_shared_difference(
 // that each backend's peak is its own.
 uint64_t verify_proc_status_bytes(const char* key);
 void verify_reset_peak_rss();
+
+// The contexts' count, positions, sources and the SHA-256 of their tokens
+// (int32 LE) into r.
+void verify_count_contexts(const std::vector<VerifyContext>& contexts,
+                           VerifyResult& r);
+
+// The end of a backend's run: its wall time since t0 and the process's
+// peak resident size (since verify_reset_peak_rss) into rec.
+void verify_end_backend(BackendRecord& rec,
+                        std::chrono::steady_clock::time_point t0);
+
+// One more mismatch in r; m becomes r.first when it is the first.
+void verify_note_mismatch(VerifyResult& r, const VerifyMismatch& m);
+
+// Byte comparison of `rows` rows of n_vocab logit words (word_bytes 4:
+// binary32, 8: binary64) of positions first.. of context ci: counts into r
+// and keeps the first mismatch (position, token, both words).
+void verify_compare_logit_words(const void* a, const void* b, size_t rows,
+                                size_t n_vocab, int word_bytes, int first,
+                                int ci, const std::string& la,
+                                const std::string& lb, VerifyResult& r);
+
+// A later backend's greedy completions against the first's (r.backends[0]):
+// a completion whose tokens differ is a mismatch.
+void verify_compare_completions(const BackendRecord& rec, VerifyResult& r);
+
+// Contexts as make_verify_contexts draws them, for a model of n_ctx
+// positions and n_vocab ids: lengths from the seed (the first context
+// max_length long), even-numbered ones `text_tokens(offset, len)` from a
+// seeded offset into the text (its source "shakespeare@<offset>"),
+// odd-numbered ones uniform random ids. Throws lockstep::Error for a text
+// shorter than 4,096 bytes.
+std::vector<VerifyContext> verify_draw_contexts(
+    int n_ctx, int64_t n_vocab, const std::string& text, const VerifyOptions& o,
+    const std::function<std::vector<int32_t>(size_t offset, int len)>&
+        text_tokens);
 
 // splitmix64: a seeded stream that is the same on every machine (the
 // standard library's distributions are not).

@@ -22,12 +22,6 @@ namespace {
 
 constexpr size_t kV = LS_TINY_VOCAB;
 
-uint64_t bits_of(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-
 // The checked entry's clip (core/ls_tiny.c, §4.0), for the every-position
 // pass, which takes the weights as they are.
 std::vector<double> clipped(const std::vector<double>& w, double bound) {
@@ -162,52 +156,20 @@ const std::vector<std::string>& tiny_op_names() {
 std::vector<VerifyContext> make_tiny_verify_contexts(int n_ctx,
                                                      const std::string& text,
                                                      const VerifyOptions& o) {
-  const int hi = o.max_length > 0 ? std::min(o.max_length, n_ctx) : n_ctx;
-  const int lo = std::clamp(o.min_length, 1, hi);
-  if (text.size() < 4096) {
-    throw Error("the context text is too short (" +
-                std::to_string(text.size()) + " bytes)");
-  }
-  VerifyRng rng{o.seed};
-  std::vector<VerifyContext> out;
-  for (int i = 0; i < o.contexts; ++i) {
-    const int len = i == 0 ? hi : int(rng.in(lo, hi));
-    VerifyContext ctx;
-    if (i % 2 == 0) {
-      const size_t offset = size_t(rng.in(0, int64_t(text.size() / 2)));
-      for (int t = 0; t < len; ++t) {
-        ctx.tokens.push_back(int32_t((unsigned char)text[offset + size_t(t)]));
-      }
-      ctx.source = "shakespeare@" + std::to_string(offset);
-    } else {
-      for (int t = 0; t < len; ++t) {
-        ctx.tokens.push_back(int32_t(rng.in(0, int64_t(kV) - 1)));
-      }
-      ctx.source = "random";
+  const auto bytes = [&](size_t offset, int len) {
+    std::vector<int32_t> tokens;
+    for (int t = 0; t < len; ++t) {
+      tokens.push_back(int32_t((unsigned char)text[offset + size_t(t)]));
     }
-    out.push_back(std::move(ctx));
-  }
-  return out;
+    return tokens;
+  };
+  return verify_draw_contexts(n_ctx, int64_t(kV), text, o, bytes);
 }
 
 void tiny_compare_logits(const double* a, const double* b, size_t rows,
                          int first, int ci, const std::string& la,
                          const std::string& lb, VerifyResult& r) {
-  const size_t n = rows * kV;
-  r.logits_compared += n;
-  if (std::memcmp(a, b, n * sizeof(double)) == 0) return;
-  for (size_t i = 0; i < n; ++i) {
-    if (bits_of(a[i]) == bits_of(b[i])) continue;
-    ++r.mismatches;
-    if (r.first) continue;
-    VerifyMismatch m;
-    m.what = "logits", m.a = la, m.b = lb, m.context = ci;
-    m.position = first + int(i / kV);
-    m.index = long(i % kV);
-    m.bits_a = bits_of(a[i]), m.bits_b = bits_of(b[i]);
-    m.word_bytes = 8;
-    r.first = m;
-  }
+  verify_compare_logit_words(a, b, rows, kV, 8, first, ci, la, lb, r);
 }
 
 std::vector<NamedHash> tiny_op_hashes(const TinyModel& m, double bound,
@@ -245,20 +207,15 @@ VerifyResult run_verify_tiny(const TinyModel& m,
     }
   }
   if (o.backends.empty()) throw Error("no backend to verify");
-  VerifyResult r;
-  r.contexts = int(contexts.size());
-  Sha256Hasher ctx_digest;
   for (const auto& ctx : contexts) {
     if (ctx.tokens.empty() || ctx.tokens.size() > size_t(m.n_ctx)) {
       throw Error("a context of " + std::to_string(ctx.tokens.size()) +
                   " bytes does not fit the model's " + std::to_string(m.n_ctx) +
                   " positions");
     }
-    r.positions += ctx.tokens.size();
-    ctx_digest.update(ctx.tokens.data(), ctx.tokens.size() * 4);
-    r.context_sources.push_back(ctx.source);
   }
-  r.contexts_sha256 = to_hex(ctx_digest.finish());
+  VerifyResult r;
+  verify_count_contexts(contexts, r);
 
   // The every-position pass runs on the clipped weights (the checked entry
   // clips into its scratch).
@@ -311,26 +268,10 @@ VerifyResult run_verify_tiny(const TinyModel& m,
       if (progress) progress(++done, total, label);
     }
     rec.completions = complete(run, m.n_ctx, o.completion_tokens);
-    rec.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    rec.peak_rss = verify_proc_status_bytes("VmHWM:");
+    verify_end_backend(rec, t0);
     if (WasmHost* h = run.host()) rec.module_bytes = h->memory()[0];
     rec.logits_sha256 = to_hex(logits_hash.finish());
-    if (bi > 0) {
-      const auto& a = r.backends[0].completions;
-      for (size_t i = 0; i < a.size(); ++i) {
-        if (a[i].tokens != rec.completions[i].tokens) {
-          ++r.mismatches;
-          if (!r.first) {
-            VerifyMismatch mm;
-            mm.what = "completion", mm.a = r.backends[0].name, mm.b = rec.name;
-            mm.context = int(i);
-            r.first = mm;
-          }
-        }
-      }
-    }
+    if (bi > 0) verify_compare_completions(rec, r);
     r.backends.push_back(std::move(rec));
   }
   if (o.op_hashes) {
@@ -340,13 +281,10 @@ VerifyResult run_verify_tiny(const TinyModel& m,
     // The pass's logits digest is the first backend's (compared word for
     // word above; a broken hasher cannot pass unnoticed).
     if (r.ops.back().sha256 != r.backends[0].logits_sha256) {
-      ++r.mismatches;
-      if (!r.first) {
-        VerifyMismatch mm;
-        mm.what = "observed logits", mm.a = r.backends[0].name + " full-prefix";
-        mm.b = "every-position pass's operation digests";
-        r.first = mm;
-      }
+      VerifyMismatch mm;
+      mm.what = "observed logits", mm.a = r.backends[0].name + " full-prefix";
+      mm.b = "every-position pass's operation digests";
+      verify_note_mismatch(r, mm);
     }
   }
   return r;
