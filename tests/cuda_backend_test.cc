@@ -154,8 +154,9 @@ TEST(CudaBackend, LargerSizesBlockShapesBytesEqualToReference) {
   }
 }
 
-// The passes' variants: matmul2 with each split (LOCKSTEP_CUDA_SPLIT 1, 2,
-// 4; the default picks one by shape), matmul_kernel (LOCKSTEP_CUDA_MATMUL=1),
+// The passes' variants: the default product (matmul3_kernel) with each
+// split (LOCKSTEP_CUDA_SPLIT 1, 2, 4; the default picks one by shape),
+// matmul_kernel (LOCKSTEP_CUDA_MATMUL=1) or matmul2_kernel (2) instead,
 // attention_kernel instead of attention_pass2_kernel (LOCKSTEP_CUDA_ATTN=1)
 // or attention_pass_kernel (2), attention_pass2_kernel with 32 queries per
 // block (LOCKSTEP_CUDA_ATTN_Q=32), attention_kernel for the decode step
@@ -185,6 +186,7 @@ TEST(CudaBackend, BatchedProductVariantsBytesEqualToReference) {
                               {"LOCKSTEP_CUDA_SPLIT", "2"},
                               {"LOCKSTEP_CUDA_SPLIT", "4"},
                               {"LOCKSTEP_CUDA_MATMUL", "1"},
+                              {"LOCKSTEP_CUDA_MATMUL", "2"},
                               {"LOCKSTEP_CUDA_ATTN", "1"},
                               {"LOCKSTEP_CUDA_ATTN", "2"},
                               {"LOCKSTEP_CUDA_ATTN_Q", "32"},

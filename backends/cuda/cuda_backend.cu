@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -88,6 +89,7 @@ class CudaBackend final : public Gpt2Backend {
            (!q8_ && matvec_ != 0 ? ", matvec " + std::to_string(matvec_) : "") +
            (graph_exec_ ? "" : ", no graph") + (pdl_ ? "" : ", no PDL") +
            (!q8_ && matmul_ == 1 ? ", matmul 1" : "") +
+           (!q8_ && matmul_ == 2 ? ", matmul 2" : "") +
            (!q8_ && split_ ? ", split " + std::to_string(split_) : "") +
            (!q8_ && (splits_[0] || splits_[1] || splits_[2] || splits_[3])
                 ? ", splits " + std::to_string(splits_[0]) + "," +
@@ -513,6 +515,7 @@ class CudaBackend final : public Gpt2Backend {
     q8_fuse_ = !(fuse && std::strcmp(fuse, "0") == 0);
     const char* mm = std::getenv("LOCKSTEP_CUDA_MATMUL");
     if (mm && std::strcmp(mm, "1") == 0) matmul_ = 1;
+    if (mm && std::strcmp(mm, "2") == 0) matmul_ = 2;
     const char* sp = std::getenv("LOCKSTEP_CUDA_SPLIT");
     if (sp) split_ = std::atoi(sp);
     if (const char* ss = std::getenv("LOCKSTEP_CUDA_SPLITS")) {
@@ -564,9 +567,10 @@ class CudaBackend final : public Gpt2Backend {
     LS_CUDA(cudaMemset(d_counters_, 0,
                        size_t(ceil_div(4 * c_.n_embd, 32)) * sizeof(unsigned)));
     if (!q8_ && P > 1) {
-      // Up to 8 x P x C floats of tree nodes: S = 4 for N <= 2C, S = 2 up
-      // to 4C.
-      mpartial_floats_ = 8 * P * C;
+      // Up to 12 x P x C floats of tree nodes: S = 4 for N <= 3C (q|k|v
+      // too: on 132 multiprocessors x 3 its 576 blocks of S = 2 fill 1.45
+      // waves, S = 4's 1,152 fill 2.9 of 3), S = 2 up to 4C.
+      mpartial_floats_ = 12 * P * C;
       d_mpartial_ = alloc<float>(mpartial_floats_);
       const size_t tiles = size_t(ceil_div(int(P), cuda::kTile)) *
                            size_t(ceil_div(4 * c_.n_embd, cuda::kTile));
@@ -645,9 +649,15 @@ class CudaBackend final : public Gpt2Backend {
       set_matmul2_smem<cuda::kResidual>();
       int splits[3] = {1, 2, 4};
       for (int i = 0; i < 3; ++i) {
-        LS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &matmul2_occ_[i], cuda::matmul2_kernel<cuda::kGelu, true>, 256,
-            cuda::matmul2_smem(splits[i])));
+        if (matmul_ == 3) {
+          LS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+              &matmul2_occ_[i], cuda::matmul3_kernel<cuda::kGelu>, 256,
+              cuda::matmul2_smem(splits[i])));
+        } else {
+          LS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+              &matmul2_occ_[i], cuda::matmul2_kernel<cuda::kGelu, true>, 256,
+              cuda::matmul2_smem(splits[i])));
+        }
       }
     }
     LS_CUDA(cudaDeviceSynchronize());
@@ -955,9 +965,14 @@ class CudaBackend final : public Gpt2Backend {
     }
   }
 
+  // matmul2_kernel's and matmul3_kernel's (the same pending sums) dynamic
+  // shared memory limit for epilogue kEpi.
   template <int kEpi>
   void set_matmul2_smem() {
     LS_CUDA(cudaFuncSetAttribute(cuda::matmul2_kernel<kEpi, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(cuda::matmul2_smem(1))));
+    LS_CUDA(cudaFuncSetAttribute(cuda::matmul3_kernel<kEpi>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  int(cuda::matmul2_smem(1))));
   }
@@ -1107,7 +1122,7 @@ class CudaBackend final : public Gpt2Backend {
       layernorm(x, ln_g, ln_b, n, d_hs_);
       x = d_hs_;
     }
-    if (matmul_ == 2) {
+    if (matmul_ >= 2) {
       // LOCKSTEP_CUDA_SPLITS: the split of q|k|v, attention out, MLP in, MLP
       // out (0: by shape).
       const int which = kEpi == cuda::kQkv    ? 0
@@ -1121,6 +1136,20 @@ class CudaBackend final : public Gpt2Backend {
         S = forced;
       }
       const dim3 grid(ceil_div(N, cuda::kTile), ceil_div(n, cuda::kTile), S);
+      // matmul3_kernel (the default) where its copies are whole 16-byte
+      // pieces and its block sums whole tiles; else matmul2_kernel.
+      const bool m3 = matmul_ == 3 && K % 256 == 0 && N % 4 == 0 &&
+                      reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(w) % 16 == 0;
+      if (m3) {
+        launch(cuda::matmul3_kernel<kEpi>, grid, 256, cuda::matmul2_smem(S), x,
+               w, b, n, K, N, y, kv, row, d_info_, d_mpartial_, d_mcounters_);
+        launched(S == 1   ? "matmul3"
+                 : S == 2 ? "matmul3 split 2"
+                          : "matmul3 split 4",
+                 K, N);
+        return;
+      }
       if (K % 16 == 0) {
         launch(cuda::matmul2_kernel<kEpi, true>, grid, 256,
                cuda::matmul2_smem(S), x, w, b, n, K, N, y, kv, row, d_info_,
@@ -1851,10 +1880,11 @@ class CudaBackend final : public Gpt2Backend {
   int* d_info_ = nullptr;
   float* d_partial_ = nullptr;
   unsigned* d_counters_ = nullptr;
-  // matmul2 (LOCKSTEP_CUDA_MATMUL, default 2): the split's tree nodes
-  // [S][n][N], per-tile counters, LOCKSTEP_CUDA_SPLIT (0: by split_for),
-  // and the blocks per multiprocessor for S = 1, 2, 4.
-  int matmul_ = 2;
+  // matmul3 and matmul2 (LOCKSTEP_CUDA_MATMUL, default 3; 2 matmul2, 1
+  // matmul): the split's tree nodes [S][n][N], per-tile counters,
+  // LOCKSTEP_CUDA_SPLIT (0: by split_for), and the blocks per
+  // multiprocessor for S = 1, 2, 4 (of matmul3 when it is the default).
+  int matmul_ = 3;
   int split_ = 0;
   float* d_mpartial_ = nullptr;
   size_t mpartial_floats_ = 0;

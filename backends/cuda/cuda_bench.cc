@@ -297,12 +297,14 @@ int run(int repeat, bool batches_only) {
   }
 
   // Prefill of 512 with the other batched products: matmul_kernel
-  // (LOCKSTEP_CUDA_MATMUL=1), matmul2 with each split forced
+  // (LOCKSTEP_CUDA_MATMUL=1), matmul2_kernel (2), the default with each
+  // split forced
   // (LOCKSTEP_CUDA_SPLIT), attention_kernel for the pass
   // (LOCKSTEP_CUDA_ATTN=1), and without programmatic dependent launch.
   for (const auto& [name, var, val] :
        std::vector<std::tuple<std::string, const char*, const char*>>{
            {"matmul1", "LOCKSTEP_CUDA_MATMUL", "1"},
+           {"matmul2", "LOCKSTEP_CUDA_MATMUL", "2"},
            {"split1", "LOCKSTEP_CUDA_SPLIT", "1"},
            {"split2", "LOCKSTEP_CUDA_SPLIT", "2"},
            {"split4", "LOCKSTEP_CUDA_SPLIT", "4"},
@@ -331,7 +333,10 @@ int run(int repeat, bool batches_only) {
         "early1024:LOCKSTEP_CUDA_ATTN_EARLY=1024;"
         "split12:LOCKSTEP_CUDA_LOGITS_SPLIT=12;"
         "split4:LOCKSTEP_CUDA_LOGITS_SPLIT=4;"
-        "p_default:LOCKSTEP_CUDA_SPLITS=0,0,0,0;p_ln1:LOCKSTEP_CUDA_LN=1;"
+        "p_default:LOCKSTEP_CUDA_SPLITS=0,0,0,0;p_mm2:LOCKSTEP_CUDA_MATMUL=2;"
+        "p_ln1:LOCKSTEP_CUDA_LN=1;p_mm2b:LOCKSTEP_CUDA_MATMUL=2;"
+        "p_q2:LOCKSTEP_CUDA_SPLITS=2,0,0,0;"
+        "p_mm2_q2:LOCKSTEP_CUDA_MATMUL=2,LOCKSTEP_CUDA_SPLITS=2,0,0,0;"
         "p_q4:LOCKSTEP_CUDA_SPLITS=4,0,0,0;p_p2:LOCKSTEP_CUDA_SPLITS=0,2,0,0;"
         "p_p1:LOCKSTEP_CUDA_SPLITS=0,1,0,0;p_f4:LOCKSTEP_CUDA_SPLITS=0,0,4,0;"
         "p_o2:LOCKSTEP_CUDA_SPLITS=0,0,0,2;p_default2:LOCKSTEP_CUDA_SPLITS=0,0,"
@@ -348,6 +353,11 @@ int run(int repeat, bool batches_only) {
       if (colon == std::string::npos) continue;
       const std::string name = item.substr(0, colon);
       std::vector<std::string> vars;
+      // A piece without '=' continues the value before it (the comma
+      // kept): LOCKSTEP_CUDA_SPLITS=0,2,0,0 is one setting (until
+      // 2026-12-03 it was cut to LOCKSTEP_CUDA_SPLITS=0, so the p_p2, p_p1,
+      // p_f4 and p_o2 variants ran the default splits).
+      std::vector<std::pair<std::string, std::string>> settings;
       size_t a = colon + 1;
       while (a < item.size()) {
         size_t e = item.find(',', a);
@@ -355,9 +365,15 @@ int run(int repeat, bool batches_only) {
         const std::string kv = item.substr(a, e - a);
         a = e + 1;
         const size_t eq = kv.find('=');
-        if (eq == std::string::npos) continue;
-        setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
-        vars.push_back(kv.substr(0, eq));
+        if (eq != std::string::npos) {
+          settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+        } else if (!settings.empty()) {
+          settings.back().second += "," + kv;
+        }
+      }
+      for (const auto& [var, val] : settings) {
+        setenv(var.c_str(), val.c_str(), 1);
+        vars.push_back(var);
       }
       auto b = lockstep::make_gpt2_backend("cuda", c, w.data(), words, 1, 512);
       for (const auto& v : vars) unsetenv(v.c_str());

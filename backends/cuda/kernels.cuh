@@ -1948,6 +1948,242 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// cp.async of 16 bytes that fills the destination with zeros instead when
+// !valid (src-size 0: nothing is read from gmem, which must still be a
+// valid address).
+__device__ __forceinline__ void cp_async16_zfill(float* smem, const float* gmem,
+                                                 bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s),
+               "l"(gmem), "r"(bytes)
+               : "memory");
+#else
+  *reinterpret_cast<float4*>(smem) =
+      valid ? *reinterpret_cast<const float4*>(gmem)
+            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#endif
+}
+
+// §2.2 for n positions, the default since 2026-12-03 (LOCKSTEP_CUDA_MATMUL=2
+// keeps matmul2_kernel, 1 matmul_kernel): matmul2_kernel's tiles (64 x 64
+// outputs, 4 x 4 a thread), split (gridDim.z), binary counter over the
+// bit-reversed §2.1 blocks with its pending sums in shared memory (`stash`,
+// matmul2_smem bytes), and the same operations in the same order for every
+// output: each of the 16 block sums from +0.0 in k order, combined as the
+// halving tree pairs them, the split's nodes combined by the last block,
+// the bias last. What differs is only how the operands reach the
+// multiply-adds, to spend fewer instructions on anything else (every FMUL
+// and FADD is an issued instruction here; nothing else may take its slot):
+//  - the tiles are copied from global memory to shared memory by cp.async,
+//    16 bytes a thread for each of X and W (matmul2: 8 scalar loads into
+//    registers, 8 scalar stores, their address arithmetic), double
+//    buffered, one barrier per tile of 16 k; rows past n and columns past N
+//    are filled with zeros (their outputs are never stored);
+//  - X's tile is kept row-major (xs[row][k], pitch 20 so that the two rows
+//    a warp reads lie in different banks) and read 4 k at a time: one
+//    16-byte load gives a row's next 4 k, so per 4 k a thread issues 4
+//    loads of X and 4 of W for 128 FP instructions, as matmul2 does;
+//  - the stream of tiles advances by counters (matmul2 divides the tile
+//    index by the tiles per block sum twice per tile);
+//  - the first tile of W (never written by a kernel) is requested before
+//    pdl_wait, so that it overlaps the previous kernel's end.
+// Preconditions (the host checks them, else matmul2_kernel): K a multiple
+// of 256 (each block sum whole tiles of 16), N a multiple of 4, x and w
+// 16-byte aligned.
+constexpr int kM3Pitch = 20;
+
+template <int kEpi>
+__global__ void __launch_bounds__(256, 3)
+    matmul3_kernel(const float* x, const float* __restrict__ w,
+                   const float* __restrict__ bias, int n, int K, int N,
+                   float* y, float* kv, size_t kv_row, const int* info,
+                   float* partial, unsigned* counters) {
+  __shared__ __align__(16) float xs[2][kTile][kM3Pitch];  // xs[buf][row][kk]
+  __shared__ __align__(16) float ws[2][kTk][kTile];       // ws[buf][kk][col]
+  __shared__ bool last_s;
+  extern __shared__ float4 stash[];  // [level][i][thread]: row i's 4 sums
+  const int tid = threadIdx.x;
+  const int tx = tid % 16, ty = tid / 16;
+  const int row0 = blockIdx.y * kTile, col0 = blockIdx.x * kTile;
+  const int S = static_cast<int>(gridDim.z);
+  const int z = static_cast<int>(blockIdx.z);
+  const int per = 16 / S;  // visits of this block
+  const int p0 = z * per;
+  const int len = K / 16;
+  const int T = len / kTk;  // k tiles per block sum
+  const int total = per * T;
+  float acc[4][4];
+
+  // This thread's 16 bytes of each tile: X row xr, k xk .. xk + 3; W row
+  // wk of the tile, columns wc .. wc + 3. Out-of-range sources point at
+  // the matrix's first element (read nothing: zero fill).
+  const int xr = tid / 4, xk = (tid % 4) * 4;
+  const int wk = tid / 16, wc = (tid % 16) * 4;
+  const bool x_ok = row0 + xr < n, w_ok = col0 + wc < N;
+  const float* xsrc = x_ok ? x + static_cast<size_t>(row0 + xr) * K + xk : x;
+  const float* wsrc = w_ok ? w + static_cast<size_t>(wk) * N + col0 + wc : w;
+  // k of tile t of visit q: §2.1 block bitrev4(p0 + q).
+  auto kt_of = [&](int q, int t) {
+    const int p = p0 + q;
+    const int blk =
+        ((p & 1) << 3) | ((p & 2) << 1) | ((p & 4) >> 1) | ((p & 8) >> 3);
+    return blk * len + t * kTk;
+  };
+  auto copy_w = [&](int buf, int kt) {
+    cp_async16_zfill(&ws[buf][wk][wc],
+                     w_ok ? wsrc + static_cast<size_t>(kt) * N : w, w_ok);
+  };
+  auto copy_x = [&](int buf, int kt) {
+    cp_async16_zfill(&xs[buf][xr][xk], x_ok ? xsrc + kt : x, x_ok);
+  };
+
+  pdl_launch_dependents();
+  {
+    const int kt = kt_of(0, 0);
+    copy_w(0, kt);
+    pdl_wait();
+    copy_x(0, kt);
+    cp_async_commit();
+  }
+  int q = 0, t = 0;  // the current tile: visit q, its tile t
+  for (int tau = 0; tau < total; ++tau) {
+    const int buf = tau & 1;
+    // This thread's copies of tile tau are done; after the barrier every
+    // thread's are, and every thread has finished tile tau - 1, whose
+    // buffer the next copies overwrite.
+    cp_async_wait<0>();
+    __syncthreads();
+    if (tau + 1 < total) {
+      const int nt = t + 1 == T ? 0 : t + 1;
+      const int kt = kt_of(nt == 0 ? q + 1 : q, nt);
+      copy_w(buf ^ 1, kt);
+      copy_x(buf ^ 1, kt);
+      cp_async_commit();
+    }
+    if (t == 0) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int k4 = 0; k4 < kTk; k4 += 4) {
+      float4 a[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        a[i] = *reinterpret_cast<const float4*>(&xs[buf][ty * 4 + i][k4]);
+      }
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const float4 b =
+            *reinterpret_cast<const float4*>(&ws[buf][k4 + kk][tx * 4]);
+        const float bv[4] = {b.x, b.y, b.z, b.w};
+        float av[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          av[i] = kk == 0   ? a[i].x
+                  : kk == 1 ? a[i].y
+                  : kk == 2 ? a[i].z
+                            : a[i].w;
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            acc[i][j] = madd(acc[i][j], av[i], bv[j]);
+          }
+        }
+      }
+    }
+    if (t == T - 1) {
+      // Visit q's block sum is done: matmul2_kernel's binary counter (the
+      // pending, earlier sum on the left), then left pending.
+      int lvl = 0;
+      while (q & (1 << lvl)) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float4 l = stash[(lvl * 4 + i) * 256 + tid];
+          acc[i][0] = __fadd_rn(l.x, acc[i][0]);
+          acc[i][1] = __fadd_rn(l.y, acc[i][1]);
+          acc[i][2] = __fadd_rn(l.z, acc[i][2]);
+          acc[i][3] = __fadd_rn(l.w, acc[i][3]);
+        }
+        ++lvl;
+      }
+      if (q != per - 1) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          stash[(lvl * 4 + i) * 256 + tid] =
+              make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        }
+      }
+      t = 0;
+      ++q;
+    } else {
+      ++t;
+    }
+  }
+  if (S > 1) {
+    // This block's tree node to partial; the last of the S combines
+    // (matmul2_kernel's code).
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = row0 + ty * 4 + i;
+      if (row >= n) continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int col = col0 + tx * 4 + j;
+        if (col < N) {
+          partial[(static_cast<size_t>(z) * n + row) * N + col] = acc[i][j];
+        }
+      }
+    }
+    __threadfence();
+    __syncthreads();
+    const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
+    if (tid == 0) last_s = atomicAdd(&counters[tile], 1u) == unsigned(S - 1);
+    __syncthreads();
+    if (!last_s) return;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = row0 + ty * 4 + i;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int col = col0 + tx * 4 + j;
+        if (row >= n || col >= N) continue;
+        const size_t at = static_cast<size_t>(row) * N + col;
+        const size_t part = static_cast<size_t>(n) * N;
+        if (S == 2) {
+          acc[i][j] =
+              __fadd_rn(__ldcg(partial + at), __ldcg(partial + part + at));
+        } else {
+          acc[i][j] = __fadd_rn(
+              __fadd_rn(__ldcg(partial + at), __ldcg(partial + part + at)),
+              __fadd_rn(__ldcg(partial + 2 * part + at),
+                        __ldcg(partial + 3 * part + at)));
+        }
+      }
+    }
+    if (tid == 0) counters[tile] = 0;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int row = row0 + ty * 4 + i;
+    if (row >= n) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int col = col0 + tx * 4 + j;
+      if (col >= N) continue;
+      epilogue<kEpi>(__fadd_rn(acc[i][j], bias[col]), row, col, N, y, kv,
+                     kv_row, info);
+    }
+  }
+}
+
 // §6 attention of the one-position decode step (one sequence, D = 64; the
 // default since 2026-12-02 evening, LOCKSTEP_CUDA_ATTN_STEP=1 keeps
 // attention_kernel<true>): head blockIdx.x, the query at position last =
