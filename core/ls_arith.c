@@ -39,7 +39,9 @@ typedef union {
   }
 */
 
-/*@ assigns \nothing; */
+/*@ assigns \nothing;
+    admit ensures \is_plus_infinity(\result);
+*/
 static double ls_inf64(void) {
   ls_bits64 b;
   b.u = (uint64_t)0x7ff0000000000000ULL;
@@ -55,6 +57,7 @@ static float ls_inf32(void) {
 
 /*@ requires -1022 <= n <= 1023;
     assigns \nothing;
+    admit ensures ls_same64(\result, ls_pow2_64_l(n));
 */
 double ls_pow2_64(int n) {
   ls_bits64 b;
@@ -88,27 +91,59 @@ static const double ls_exp64_poly[14] = {
     0x1.71de3a556c734p-19, 0x1.27e4fb7789f5cp-22, 0x1.ae64567f544e4p-26,
     0x1.1eed8eff8d898p-29, 0x1.6124613a86d09p-33};
 
-/*@ assigns \nothing; */
 double ls_exp64(double x) {
   /* §3.4: NaN out as it came in. Checked first: nothing below may see a
    * NaN (converting one to int is undefined behaviour in C). */
+  /*@ assert ls_exp64_special:
+        (\is_NaN(x) ==> ls_same64(ls_exp64_f(x), x)) &&
+        (ls_lt64((double)0x1.62e42fefa39efp+9, x) ==>
+           \is_plus_infinity(ls_exp64_f(x))) &&
+        (ls_lt64(x, (double)-0x1.74910d52d3052p+9) ==>
+           ls_same64(ls_exp64_f(x), (double)0.0));
+  */
   if (x != x) return x;
   if (x > LS_E64_OVERFLOW) return ls_inf64();
   if (x < LS_E64_UNDERFLOW) return 0.0;
+  /*@ assert ls_exp64_f: ls_same64(ls_exp64_f(x), ls_e64_core(x)); */
   /* n = round-half-even(x / ln 2), by the add-and-subtract trick. */
   double t = x * LS_E64_INV_LN2;
   /*@ assert ls_exp64_t: -1075 <= t <= 1024; */
   double nf = (t + LS_E64_ROUNDER) - LS_E64_ROUNDER;
   /*@ assert ls_exp64_nf: -1075 <= nf <= 1024; */
   double r = (x - nf * LS_E64_LN2_HI) - nf * LS_E64_LN2_LO;
+  /*@ assert ls_exp64_n_range: -1075 <= (int)nf <= 1024; */
   /* Horner from the highest coefficient. */
   double p = ls_exp64_poly[13];
   /*@ loop invariant -1 <= k <= 12;
+      loop invariant k == 12 ==> ls_same64(p, ls_e64_h(r, 13));
+      loop invariant k == 11 ==> ls_same64(p, ls_e64_h(r, 12));
+      loop invariant k == 10 ==> ls_same64(p, ls_e64_h(r, 11));
+      loop invariant k == 9 ==> ls_same64(p, ls_e64_h(r, 10));
+      loop invariant k == 8 ==> ls_same64(p, ls_e64_h(r, 9));
+      loop invariant k == 7 ==> ls_same64(p, ls_e64_h(r, 8));
+      loop invariant k == 6 ==> ls_same64(p, ls_e64_h(r, 7));
+      loop invariant k == 5 ==> ls_same64(p, ls_e64_h(r, 6));
+      loop invariant k == 4 ==> ls_same64(p, ls_e64_h(r, 5));
+      loop invariant k == 3 ==> ls_same64(p, ls_e64_h(r, 4));
+      loop invariant k == 2 ==> ls_same64(p, ls_e64_h(r, 3));
+      loop invariant k == 1 ==> ls_same64(p, ls_e64_h(r, 2));
+      loop invariant k == 0 ==> ls_same64(p, ls_e64_h(r, 1));
+      loop invariant k == -1 ==> ls_same64(p, ls_e64_h(r, 0));
       loop assigns k, p;
       loop variant k + 1;
   */
   for (int k = 12; k >= 0; --k) p = p * r + ls_exp64_poly[k];
   int n = (int)nf;
+  /*@ assert ls_exp64_horner:
+        ls_same64(r, ls_e64_r(x)) && ls_same64(p, ls_e64_h(r, 0)); */
+  /*@ assert ls_exp64_n: n == ls_e64_n(x); */
+  /*@ assert ls_exp64_core: ls_same64(ls_e64_core(x), ls_e64_scale(p, n)); */
+  /*@ assert ls_exp64_scale_big: n > 1023 ==> ls_same64(ls_e64_scale(p, n),
+        ls_mul64(ls_mul64(p, ls_pow2_64_l(n - 1)), (double)2.0)); */
+  /*@ assert ls_exp64_scale_small: n < -1022 ==> ls_same64(ls_e64_scale(p, n),
+        ls_mul64(ls_mul64(p, ls_pow2_64_l(n + 54)), (double)0x1p-54)); */
+  /*@ assert ls_exp64_scale_normal: -1022 <= n <= 1023 ==>
+        ls_same64(ls_e64_scale(p, n), ls_mul64(p, ls_pow2_64_l(n))); */
   /* Scale by 2^n with exactly one rounding: the first product is exact. */
   if (n > 1023) return (p * ls_pow2_64(n - 1)) * 2.0;
   if (n < -1022) return (p * ls_pow2_64(n + 54)) * 0x1p-54;

@@ -46,7 +46,10 @@ extern "C" {
 /*@ axiomatic LsIeee {
       logic double ls_add64(double a, double b);
       logic double ls_mul64(double a, double b);
+      logic double ls_sub64(double a, double b);
+      logic double ls_div64(double a, double b);
       predicate ls_same64(double a, double b);
+      predicate ls_lt64(double a, double b);
       logic float ls_add32(float a, float b);
       logic float ls_mul32(float a, float b);
       predicate ls_same32(float a, float b);
@@ -86,9 +89,123 @@ extern "C" {
   void ls_rows_at(int n, int d, int o);
 */
 
+/* ACSL (docs/proofs.md): §3.1's exp in binary64 as logic, operation by
+ * operation, each one IEEE binary64 operation (ls_add64 ... above):
+ * ls_e64_nf the rounded n (steps 2-3), ls_e64_r the reduced argument
+ * (step 4), ls_e64_h(r, k) Horner's p once it has taken c[k] (step 5;
+ * k = 13: p = c[13]; k = 0: the polynomial), ls_e64_scale step 6, and
+ * ls_exp64_f(x) the whole of §3.1 with §3.4's NaN, by cases. Horner's
+ * levels and ls_exp64_f are axioms, one per case, rather than definitions:
+ * a definition's cases (or a recursive level) make the provers unfold
+ * every level in every goal, each a binary64 product to bit-blast; the
+ * axioms are a definition by disjoint cases, so they are consistent.
+ * ls_pow2_64_l(m) is the double that ls_pow2_64(m) builds from its
+ * exponent bits (step 6's 2^m): an operation of its own, which WP's model
+ * cannot see through the union, so it is a symbol here, and ls_pow2_64's
+ * contract admits (does not prove) that it returns it; that the value is
+ * 2^m is tested (tests/arith_test.cc). */
+/*@ axiomatic LsPow2 {
+      logic double ls_pow2_64_l(integer m);
+    }
+    logic double ls_e64_t(double x) =
+      ls_mul64(x, (double)0x1.71547652b82fep+0);
+    logic double ls_e64_nf(double x) =
+      ls_sub64(ls_add64(ls_e64_t(x), (double)0x1.8p52), (double)0x1.8p52);
+    logic double ls_e64_r(double x) =
+      ls_sub64(
+        ls_sub64(x, ls_mul64(ls_e64_nf(x), (double)0x1.62e42fee00000p-1)),
+        ls_mul64(ls_e64_nf(x), (double)0x1.a39ef35793c76p-33));
+    axiomatic LsExp64Horner {
+      logic double ls_e64_h(double r, integer k);
+      axiom ls_e64_h13: \forall double r;
+        ls_same64(ls_e64_h(r, 13), (double)0x1.6124613a86d09p-33);
+      axiom ls_e64_h12: \forall double r; ls_same64(ls_e64_h(r, 12),
+        ls_add64(ls_mul64(ls_e64_h(r, 13), r), (double)0x1.1eed8eff8d898p-29));
+      axiom ls_e64_h11: \forall double r; ls_same64(ls_e64_h(r, 11),
+        ls_add64(ls_mul64(ls_e64_h(r, 12), r), (double)0x1.ae64567f544e4p-26));
+      axiom ls_e64_h10: \forall double r; ls_same64(ls_e64_h(r, 10),
+        ls_add64(ls_mul64(ls_e64_h(r, 11), r), (double)0x1.27e4fb7789f5cp-22));
+      axiom ls_e64_h9: \forall double r; ls_same64(ls_e64_h(r, 9),
+        ls_add64(ls_mul64(ls_e64_h(r, 10), r), (double)0x1.71de3a556c734p-19));
+      axiom ls_e64_h8: \forall double r; ls_same64(ls_e64_h(r, 8),
+        ls_add64(ls_mul64(ls_e64_h(r, 9), r), (double)0x1.a01a01a01a01ap-16));
+      axiom ls_e64_h7: \forall double r; ls_same64(ls_e64_h(r, 7),
+        ls_add64(ls_mul64(ls_e64_h(r, 8), r), (double)0x1.a01a01a01a01ap-13));
+      axiom ls_e64_h6: \forall double r; ls_same64(ls_e64_h(r, 6),
+        ls_add64(ls_mul64(ls_e64_h(r, 7), r), (double)0x1.6c16c16c16c17p-10));
+      axiom ls_e64_h5: \forall double r; ls_same64(ls_e64_h(r, 5),
+        ls_add64(ls_mul64(ls_e64_h(r, 6), r), (double)0x1.1111111111111p-7));
+      axiom ls_e64_h4: \forall double r; ls_same64(ls_e64_h(r, 4),
+        ls_add64(ls_mul64(ls_e64_h(r, 5), r), (double)0x1.5555555555555p-5));
+      axiom ls_e64_h3: \forall double r; ls_same64(ls_e64_h(r, 3),
+        ls_add64(ls_mul64(ls_e64_h(r, 4), r), (double)0x1.5555555555555p-3));
+      axiom ls_e64_h2: \forall double r; ls_same64(ls_e64_h(r, 2),
+        ls_add64(ls_mul64(ls_e64_h(r, 3), r), (double)0x1.0000000000000p-1));
+      axiom ls_e64_h1: \forall double r; ls_same64(ls_e64_h(r, 1),
+        ls_add64(ls_mul64(ls_e64_h(r, 2), r), (double)0x1.0000000000000p+0));
+      axiom ls_e64_h0: \forall double r; ls_same64(ls_e64_h(r, 0),
+        ls_add64(ls_mul64(ls_e64_h(r, 1), r), (double)0x1.0000000000000p+0));
+    }
+    logic integer ls_e64_n(double x) = (int)ls_e64_nf(x);
+    logic double ls_e64_scale(double p, integer n) =
+      n > 1023 ? ls_mul64(ls_mul64(p, ls_pow2_64_l(n - 1)), (double)2.0) :
+      n < -1022 ?
+        ls_mul64(ls_mul64(p, ls_pow2_64_l(n + 54)), (double)0x1p-54) :
+      ls_mul64(p, ls_pow2_64_l(n));
+    lemma ls_e64_scale_big: \forall double p, integer n; n > 1023 ==>
+      ls_same64(ls_e64_scale(p, n),
+                ls_mul64(ls_mul64(p, ls_pow2_64_l(n - 1)), (double)2.0));
+    lemma ls_e64_scale_small: \forall double p, integer n; n < -1022 ==>
+      ls_same64(ls_e64_scale(p, n),
+                ls_mul64(ls_mul64(p, ls_pow2_64_l(n + 54)), (double)0x1p-54));
+    lemma ls_e64_scale_normal: \forall double p, integer n;
+      -1022 <= n <= 1023 ==>
+        ls_same64(ls_e64_scale(p, n), ls_mul64(p, ls_pow2_64_l(n)));
+    logic double ls_e64_core(double x) =
+      ls_e64_scale(ls_e64_h(ls_e64_r(x), 0), ls_e64_n(x));
+    predicate ls_e64_in(double x) =
+      !\is_NaN(x) && !ls_lt64((double)0x1.62e42fefa39efp+9, x) &&
+      !ls_lt64(x, (double)-0x1.74910d52d3052p+9);
+    axiomatic LsExp64 {
+      logic double ls_exp64_f(double x);
+      axiom ls_exp64_nan: \forall double x;
+        \is_NaN(x) ==> ls_same64(ls_exp64_f(x), x);
+      axiom ls_exp64_over: \forall double x;
+        ls_lt64((double)0x1.62e42fefa39efp+9, x) ==>
+          ls_same64(ls_exp64_f(x), ls_div64((double)1.0, (double)0.0));
+      axiom ls_exp64_under: \forall double x;
+        ls_lt64(x, (double)-0x1.74910d52d3052p+9) ==>
+          ls_same64(ls_exp64_f(x), (double)0.0);
+      axiom ls_exp64_range: \forall double x;
+        !\is_NaN(x) && !ls_lt64((double)0x1.62e42fefa39efp+9, x) &&
+        !ls_lt64(x, (double)-0x1.74910d52d3052p+9) ==>
+          ls_same64(ls_exp64_f(x), ls_e64_core(x));
+    }
+*/
+
 /* Spec §3.1: e^x in binary64; +inf above the overflow threshold (and for
  * +inf), +0 below the underflow threshold (and for -inf). Spec §3.4: a NaN
  * argument is returned unchanged (every function here). */
+/*@ assigns \nothing;
+    behavior nan:
+      assumes \is_NaN(x);
+      ensures ls_same64(\result, ls_exp64_f(x));
+    behavior over:
+      assumes ls_lt64((double)0x1.62e42fefa39efp+9, x);
+      ensures ls_same64(\result, ls_exp64_f(x));
+    behavior under:
+      assumes ls_lt64(x, (double)-0x1.74910d52d3052p+9);
+      ensures ls_same64(\result, ls_exp64_f(x));
+    behavior big:
+      assumes ls_e64_in(x) && ls_e64_n(x) > 1023;
+      ensures ls_same64(\result, ls_exp64_f(x));
+    behavior small:
+      assumes ls_e64_in(x) && ls_e64_n(x) < -1022;
+      ensures ls_same64(\result, ls_exp64_f(x));
+    behavior normal:
+      assumes ls_e64_in(x) && -1022 <= ls_e64_n(x) <= 1023;
+      ensures ls_same64(\result, ls_exp64_f(x));
+*/
 double ls_exp64(double x);
 /* Spec §3.2: tanh in binary64 from ls_exp64. */
 double ls_tanh64(double x);
