@@ -99,6 +99,12 @@ extern "C" {
  * a definition's cases (or a recursive level) make the provers unfold
  * every level in every goal, each a binary64 product to bit-blast; the
  * axioms are a definition by disjoint cases, so they are consistent.
+ * Two axioms have triggers (WP's TRIGGER: names, each a pattern): the
+ * range case of ls_exp64_f and ls_e64_n's definition fire only where both
+ * named terms are present (ls_exp64's own assertions name them), not in a
+ * caller, which sees ls_exp64_f and ls_e64_n in the call's ensures: there
+ * they had unfolded the reduction and Horner's 13 levels per exp term, each
+ * a binary64 operation to bit-blast (softmax's goals: 1.4 GB in z3).
  * ls_pow2_64_l(m) is the double that ls_pow2_64(m) builds from its
  * exponent bits (step 6's 2^m): an operation of its own, which WP's model
  * cannot see through the union, so it is a symbol here, and ls_pow2_64's
@@ -146,7 +152,11 @@ extern "C" {
       axiom ls_e64_h0: \forall double r; ls_same64(ls_e64_h(r, 0),
         ls_add64(ls_mul64(ls_e64_h(r, 1), r), (double)0x1.0000000000000p+0));
     }
-    logic integer ls_e64_n(double x) = (int)ls_e64_nf(x);
+    axiomatic LsExp64N {
+      logic integer ls_e64_n(double x);
+      axiom ls_e64_n_def: \forall double x;
+        (TRIGGER: ls_e64_n(x)) == (int)(TRIGGER: ls_e64_nf(x));
+    }
     logic double ls_e64_scale(double p, integer n) =
       n > 1023 ? ls_mul64(ls_mul64(p, ls_pow2_64_l(n - 1)), (double)2.0) :
       n < -1022 ?
@@ -179,7 +189,7 @@ extern "C" {
       axiom ls_exp64_range: \forall double x;
         !\is_NaN(x) && !ls_lt64((double)0x1.62e42fefa39efp+9, x) &&
         !ls_lt64(x, (double)-0x1.74910d52d3052p+9) ==>
-          ls_same64(ls_exp64_f(x), ls_e64_core(x));
+          ls_same64((TRIGGER: ls_exp64_f(x)), (TRIGGER: ls_e64_core(x)));
     }
 */
 
