@@ -282,29 +282,93 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
   for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
 }
 
+/* ACSL (docs/proofs.md): §2.4's order as logic. ls_smax64(s, j) is step
+ * 1's m once it has seen s[0 .. j-1] (j >= 1: m = s[0], then m = s[i] > m ?
+ * s[i] : m, the comparison IEEE's, false for a NaN); ls_sm_e64(s, m, k) is
+ * e[k] = exp(s[k] - m), exp being §3.1's ls_exp64_f; ls_ssum64(s, m, j) the
+ * sequential sum from +0.0 of e[0 .. j-1]; ls_softmax64_p(s, n, j) step 3's
+ * p[j] = e[j] / S. Every axiom has its triggers named (WP's TRIGGER:):
+ * the steps are in "fuel" form (ls_smax64_l, ls_ssum64_l: the same
+ * functions, whose instances make no new term for the step to fire on), and
+ * ls_sm_e64's definition fires only next to an exp term, so a goal unfolds
+ * no binary64 operation it does not need. The contract reads s at Pre (the
+ * logic functions have no frame property after p is written). */
+/*@ axiomatic LsSoftmax64 {
+      logic double ls_sm_e64{L}(double* s, double m, integer k) reads s[k];
+      axiom ls_sm_e64_def{L}: \forall double* s, double m, integer k, double x;
+        ls_same64(x, ls_sub64(s[k], m)) ==>
+          ls_same64((TRIGGER: ls_sm_e64(s, m, k)), (TRIGGER: ls_exp64_f(x)));
+      logic double ls_smax64{L}(double* s, integer j) reads s[0 .. j - 1];
+      logic double ls_smax64_l{L}(double* s, integer j) reads s[0 .. j - 1];
+      axiom ls_smax64_lim{L}: \forall double* s, integer j;
+        ls_same64((TRIGGER: ls_smax64(s, j)), ls_smax64_l(s, j));
+      axiom ls_smax64_first{L}: \forall double* s;
+        ls_same64((TRIGGER: ls_smax64(s, 1)), s[0]);
+      axiom ls_smax64_step{L}: \forall double* s, integer k, j;
+        k >= 1 && j == k + 1 ==>
+          (ls_lt64((TRIGGER: ls_smax64_l(s, k)), s[k]) ==>
+             ls_same64((TRIGGER: ls_smax64(s, j)), s[k])) &&
+          (!ls_lt64(ls_smax64_l(s, k), s[k]) ==>
+             ls_same64(ls_smax64(s, j), ls_smax64_l(s, k)));
+      logic double ls_ssum64{L}(double* s, double m, integer j)
+        reads s[0 .. j - 1];
+      logic double ls_ssum64_l{L}(double* s, double m, integer j)
+        reads s[0 .. j - 1];
+      axiom ls_ssum64_lim{L}: \forall double* s, double m, integer j;
+        ls_same64((TRIGGER: ls_ssum64(s, m, j)), ls_ssum64_l(s, m, j));
+      axiom ls_ssum64_empty{L}: \forall double* s, double m, integer j;
+        j <= 0 ==> ls_same64((TRIGGER: ls_ssum64(s, m, j)), (double)0.0);
+      axiom ls_ssum64_step{L}: \forall double* s, double m, integer k, j;
+        k >= 0 && j == k + 1 ==>
+          ls_same64((TRIGGER: ls_ssum64(s, m, j)),
+                    ls_add64((TRIGGER: ls_ssum64_l(s, m, k)),
+                             ls_sm_e64(s, m, k)));
+    }
+    logic double ls_softmax64_p{L}(double* s, integer n, integer j) =
+      ls_div64(ls_sm_e64(s, ls_smax64(s, n), j),
+               ls_ssum64(s, ls_smax64(s, n), n));
+*/
+
 /* p may be s itself (the tiny model normalises its scores in place). */
 /*@ requires n >= 1;
     requires \valid_read(s + (0 .. n - 1));
     requires \valid(p + (0 .. n - 1));
     assigns p[0 .. n - 1];
+    behavior order:
+      assumes \separated(p + (0 .. n - 1), s + (0 .. n - 1));
+      ensures \forall integer j; 0 <= j < n ==>
+        ls_same64(p[j], \old(ls_softmax64_p((double*)s, n, j)));
 */
 void ls_softmax64(const double* s, int n, double* p) {
   double m = s[0];
   /*@ loop invariant 1 <= j <= n;
+      for order: loop invariant sm_max:
+        ls_same64(m, ls_smax64{Pre}((double*)s, j));
       loop assigns j, m;
       loop variant n - j;
   */
   for (int j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
   double sum = 0.0;
   /*@ loop invariant 0 <= j <= n;
+      for order: loop invariant sm_e: \forall integer k; 0 <= k < j ==>
+        ls_same64(p[k], ls_sm_e64{Pre}((double*)s, m, k));
+      for order: loop invariant sm_sum:
+        ls_same64(sum, ls_ssum64{Pre}((double*)s, m, j));
       loop assigns j, sum, p[0 .. n - 1];
       loop variant n - j;
   */
   for (int j = 0; j < n; ++j) {
+    /*@ for order: assert sm_sj: \forall integer k; k == j ==>
+          ls_same64(s[k], \at(s[k], Pre)); */
     p[j] = ls_exp64(s[j] - m);
+    /*@ for order: assert sm_ej:
+          ls_same64(p[j], ls_sm_e64{Pre}((double*)s, m, j)); */
     sum = sum + p[j];
   }
   /*@ loop invariant 0 <= j <= n;
+      for order: loop invariant sm_p: \forall integer k; 0 <= k < n ==>
+        ls_same64(p[k], k < j ? ls_div64(\at(p[k], LoopEntry), sum)
+                              : \at(p[k], LoopEntry));
       loop assigns j, p[0 .. n - 1];
       loop variant n - j;
   */
