@@ -23,6 +23,13 @@ typedef union {
     @/
     for (int i = 0; i < k; ++i) {
     }
+    /@ loop invariant k + 1 <= j <= n;
+       loop invariant k * d + d <= j * d;
+       loop assigns j;
+       loop variant n - j;
+    @/
+    for (int j = k + 1; j < n; ++j) {
+    }
   }
 */
 /*@ ghost

@@ -121,6 +121,11 @@ extern "C" {
       ls_sub64(
         ls_sub64(x, ls_mul64(ls_e64_nf(x), (double)0x1.62e42fee00000p-1)),
         ls_mul64(ls_e64_nf(x), (double)0x1.a39ef35793c76p-33));
+    axiomatic LsExp64N {
+      logic integer ls_e64_n(double x);
+      axiom ls_e64_n_def: \forall double x;
+        (TRIGGER: ls_e64_n(x)) == (int)(TRIGGER: ls_e64_nf(x));
+    }
     axiomatic LsExp64Horner {
       logic double ls_e64_h(double r, integer k);
       axiom ls_e64_h13: \forall double r;
@@ -151,11 +156,6 @@ extern "C" {
         ls_add64(ls_mul64(ls_e64_h(r, 2), r), (double)0x1.0000000000000p+0));
       axiom ls_e64_h0: \forall double r; ls_same64(ls_e64_h(r, 0),
         ls_add64(ls_mul64(ls_e64_h(r, 1), r), (double)0x1.0000000000000p+0));
-    }
-    axiomatic LsExp64N {
-      logic integer ls_e64_n(double x);
-      axiom ls_e64_n_def: \forall double x;
-        (TRIGGER: ls_e64_n(x)) == (int)(TRIGGER: ls_e64_nf(x));
     }
     logic double ls_e64_scale(double p, integer n) =
       n > 1023 ? ls_mul64(ls_mul64(p, ls_pow2_64_l(n - 1)), (double)2.0) :
