@@ -162,12 +162,44 @@ double ls_exp64(double x) {
   return p * ls_pow2_64(n);
 }
 
-/*@ assigns \nothing; */
+/* ACSL (docs/proofs.md): §3.2's tanh in binary64 as logic, with §3.4's
+ * NaN: a = |x| (a negation when x < 0.0), e = exp(a + a) (ls_exp64_f),
+ * t = 1.0 - 2.0 / (e + 1.0) (ls_th64_u(e)), then -t when x < 0.0. The
+ * definition of ls_th64_u fires only where e + 1.0 is a term (the code's
+ * own), so a goal holds one binary64 division, not one per tanh term. */
+/*@ axiomatic LsTanh64 {
+      logic double ls_th64_u(double e);
+      axiom ls_th64_u_def: \forall double e;
+        ls_same64((TRIGGER: ls_th64_u(e)),
+                  ls_sub64((double)1.0,
+                           ls_div64((double)2.0,
+                                    (TRIGGER: ls_add64(e, (double)1.0)))));
+      logic double ls_tanh64_f(double x);
+      axiom ls_tanh64_nan: \forall double x;
+        \is_NaN(x) ==> ls_same64(ls_tanh64_f(x), x);
+      axiom ls_tanh64_neg: \forall double x;
+        !\is_NaN(x) && ls_lt64(x, (double)0.0) ==>
+          ls_same64(ls_tanh64_f(x),
+                    ls_neg64(ls_th64_u(ls_exp64_f(
+                      ls_add64(ls_neg64(x), ls_neg64(x))))));
+      axiom ls_tanh64_pos: \forall double x;
+        !\is_NaN(x) && !ls_lt64(x, (double)0.0) ==>
+          ls_same64(ls_tanh64_f(x), ls_th64_u(ls_exp64_f(ls_add64(x, x))));
+    }
+*/
+/*@ assigns \nothing;
+    ensures ls_same64(\result, ls_tanh64_f(x));
+*/
 double ls_tanh64(double x) {
   if (x != x) return x; /* §3.4 */
   double a = x < 0.0 ? -x : x;
+  /*@ assert ls_tanh64_a:
+        (ls_lt64(x, (double)0.0) ==> ls_same64(a, ls_neg64(x))) &&
+        (!ls_lt64(x, (double)0.0) ==> ls_same64(a, x)); */
   double e = ls_exp64(a + a);
+  /*@ assert ls_tanh64_e: ls_same64(e, ls_exp64_f(ls_add64(a, a))); */
   double t = 1.0 - 2.0 / (e + 1.0);
+  /*@ assert ls_tanh64_t: ls_same64(t, ls_th64_u(e)); */
   return x < 0.0 ? -t : t;
 }
 

@@ -48,6 +48,7 @@ extern "C" {
       logic double ls_mul64(double a, double b);
       logic double ls_sub64(double a, double b);
       logic double ls_div64(double a, double b);
+      logic double ls_neg64(double a);
       predicate ls_same64(double a, double b);
       predicate ls_lt64(double a, double b);
       logic float ls_add32(float a, float b);
