@@ -175,7 +175,8 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
  * goal mentions (each unfolding a binary64 sum to bit-blast). */
 /*@ axiomatic LsCol64Inv {
       logic double ls_col64_i{L}(double* x, double* w, double* b,
-                                 integer n_in, integer n_out, integer e);
+                                 integer n_in, integer n_out, integer e)
+        reads x[0 .. n_in - 1], w[0 .. n_in * n_out - 1], b[e];
       axiom ls_col64_i_def{L}:
         \forall double* x, double* w, double* b, integer n_in, n_out, e;
           ls_same64(ls_col64_i(x, w, b, n_in, n_out, e),
