@@ -10,20 +10,36 @@
  * sequential sum from +0.0 of x[k] * w[k * stride] for k in [lo, hi), each
  * product and sum one IEEE operation (core/ls_arith.h); ls_blk64 is block
  * b's sum; ls_tree64(m, i) is s[i] once the halving tree is down to m live
- * sums (m = 16: the block sums; m = 1, i = 0: the result). */
+ * sums (m = 16: the block sums; m = 1, i = 0: the result).
+ * The axioms are in a "fuel" form, so that the provers never unroll a sum:
+ * ls_seq_dot64_l is the same sum (ls_seq_dot64_lim), and the step axiom
+ * relates ls_seq_dot64(lo, k + 1) to ls_seq_dot64_l(lo, k) only when both
+ * terms are already in the goal (a multi-trigger), and makes no new
+ * ls_seq_dot64 term. The empty sum and the link are triggered by
+ * ls_seq_dot64_l, so a goal that mentions only ls_seq_dot64 (a frame, a
+ * postcondition) gets no instance of them either. Loop invariants are
+ * stated on ls_seq_dot64_l, the step's previous sum. */
 /*@ axiomatic LsDot64 {
       logic double ls_seq_dot64{L}(double* x, double* w, integer stride,
                                    integer lo, integer hi)
         reads x[lo .. hi - 1], w[lo * stride .. (hi - 1) * stride];
+      logic double ls_seq_dot64_l{L}(double* x, double* w, integer stride,
+                                     integer lo, integer hi)
+        reads x[lo .. hi - 1], w[lo * stride .. (hi - 1) * stride];
+      axiom ls_seq_dot64_lim{L}:
+        \forall double* x, double* w, integer stride, lo, hi;
+          ls_same64(ls_seq_dot64(x, w, stride, lo, hi),
+                    (TRIGGER: ls_seq_dot64_l(x, w, stride, lo, hi)));
       axiom ls_seq_dot64_empty{L}:
         \forall double* x, double* w, integer stride, lo, hi;
-          hi <= lo ==> ls_same64(ls_seq_dot64(x, w, stride, lo, hi),
-                                 (double)0.0);
+          hi <= lo ==> ls_same64(
+            (TRIGGER: ls_seq_dot64_l(x, w, stride, lo, hi)), (double)0.0);
       axiom ls_seq_dot64_step{L}:
-        \forall double* x, double* w, integer stride, lo, hi;
-          lo < hi ==> ls_same64(ls_seq_dot64(x, w, stride, lo, hi),
-            ls_add64(ls_seq_dot64(x, w, stride, lo, hi - 1),
-                     ls_mul64(x[hi - 1], w[(hi - 1) * stride])));
+        \forall double* x, double* w, integer stride, lo, k, hi;
+          lo <= k && hi == k + 1 ==> ls_same64(
+            (TRIGGER: ls_seq_dot64(x, w, stride, lo, hi)),
+            ls_add64((TRIGGER: ls_seq_dot64_l(x, w, stride, lo, k)),
+                     ls_mul64(x[k], w[k * stride])));
     }
     logic double ls_blk64{L}(double* x, double* w, integer stride,
                              integer len, integer b) =
@@ -77,7 +93,7 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
       /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
           for order: loop invariant ls_same64(acc,
-            ls_seq_dot64((double*)x, (double*)w, stride, blk * len, k));
+            ls_seq_dot64_l((double*)x, (double*)w, stride, blk * len, k));
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
@@ -122,7 +138,7 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
   double acc = 0.0;
   /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
       for order: loop invariant
-        ls_same64(acc, ls_seq_dot64((double*)x, (double*)w, stride, 0, k));
+        ls_same64(acc, ls_seq_dot64_l((double*)x, (double*)w, stride, 0, k));
       loop assigns k, acc;
       loop variant n - k;
   */
@@ -131,23 +147,124 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
   return acc;
 }
 
+/* ACSL: column e of an input-major matrix, w + e, as a function that WP's
+ * simplifier does not rewrite: (w + e)[k * n_out] stays an access through
+ * the column pointer, the form in which ls_seq_dot64's step axiom states
+ * it (as w + e, the simplifier turns it into w[e + k * n_out], and the
+ * provers then have to show the two addresses equal by arithmetic). */
+/*@ logic double* ls_colp(double* w, integer e) = w + e; */
+/* ACSL: y[0 .. n-1] is separated from the cell p[i]. A predicate of the
+ * cell, so that a separation stated for every cell is instantiated only at
+ * the cells a goal names: stated on whole ranges, the separations brought
+ * the memory model's transitivity axioms into every goal of ls_matvec64
+ * (z3: some 20,000 instances in the outer invariant). */
+/*@ predicate ls_sep_at{L}(double* y, integer n, double* p, integer i) =
+      \separated(y + (0 .. n - 1), p + i);
+*/
+/* ACSL: output e of ls_matvec64 in the sequential case (n_in not a multiple
+ * of 16): the §2.1 sum of x[k] * w[k * n_out + e] from +0.0, plus b[e]. */
+/*@ logic double ls_col64{L}(double* x, double* w, double* b, integer n_in,
+                             integer n_out, integer e) =
+      b == \null ? ls_seq_dot64(x, w + e, n_out, 0, n_in)
+                 : ls_add64(ls_seq_dot64(x, w + e, n_out, 0, n_in), b[e]);
+*/
+/* ACSL: ls_col64_i is ls_col64 under another name, for ls_matvec64's loop
+ * invariant. Its one axiom is triggered by ls_col64, so the invariant's
+ * preservation (y[e], e < o, kept when y[o] is stored) unfolds ls_col64 at
+ * o alone, where the body's assertion names it, and not at every e the
+ * goal mentions (each unfolding a binary64 sum to bit-blast). */
+/*@ axiomatic LsCol64Inv {
+      logic double ls_col64_i{L}(double* x, double* w, double* b,
+                                 integer n_in, integer n_out, integer e)
+        reads x[0 .. n_in - 1], w[0 .. n_in * n_out - 1], b[e];
+      axiom ls_col64_i_def{L}:
+        \forall double* x, double* w, double* b, integer n_in, n_out, e;
+          ls_same64(ls_col64_i(x, w, b, n_in, n_out, e),
+                    (TRIGGER: ls_col64(x, w, b, n_in, n_out, e)));
+    }
+*/
 /*@ requires n_in >= 0 && n_out >= 0;
     requires \valid_read(x + (0 .. n_in - 1));
     requires \valid_read(w + (0 .. n_in * n_out - 1));
     requires b == \null || \valid_read(b + (0 .. n_out - 1));
     requires \valid(y + (0 .. n_out - 1));
     assigns y[0 .. n_out - 1];
+    behavior order:
+      assumes n_in % 16 != 0;
+      assumes \forall integer k; 0 <= k < n_in ==>
+        ls_sep_at(y, n_out, (double*)x, k);
+      assumes \forall integer k; 0 <= k < n_in * n_out ==>
+        ls_sep_at(y, n_out, (double*)w, k);
+      assumes b == \null || \forall integer e; 0 <= e < n_out ==>
+        ls_sep_at(y, n_out, (double*)b, e);
+      ensures \forall integer e; 0 <= e < n_out ==>
+        ls_same64(y[e], ls_col64{Pre}((double*)x, (double*)w, (double*)b,
+                                      n_in, n_out, e));
 */
 void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
                  int n_out, double* y) {
   /*@ loop invariant 0 <= o <= n_out;
+      for order: loop invariant \forall integer e; 0 <= e < o ==>
+        ls_same64(y[e], ls_col64_i{Pre}((double*)x, (double*)w, (double*)b,
+                                        n_in, n_out, e));
       loop assigns o, y[0 .. n_out - 1];
       loop variant n_out - o;
   */
   for (int o = 0; o < n_out; ++o) {
     /*@ ghost ls_rows_at(n_in, n_out, o); */
+    /*@ for order: assert \let e = o;
+          b != \null ==> ls_sep_at(y, n_out, (double*)b, e); */
+    /*@ for order: assert \let e = o;
+          b != \null ==> ls_same64(b[e], \at(b[e], Pre)); */
+    /* The frame of ls_seq_dot64 over the stores y[0 .. o-1], by induction
+     * (ghost loop): column o's sum reads the same x and w as at Pre. */
+    /*@ ghost
+      /@ loop invariant 0 <= k <= n_in;
+         for order: loop invariant ls_same64(
+           ls_seq_dot64_l((double*)x, ls_colp((double*)w, o), n_out, 0, k),
+           ls_seq_dot64_l{Pre}((double*)x, ls_colp((double*)w, o), n_out, 0,
+                               k));
+         loop assigns k;
+         loop variant n_in - k;
+      @/
+      for (int k = 0; k < n_in; ++k) {
+        ls_row(k, n_in, n_out);
+        /@ for order: assert \let i = k; ls_sep_at(y, n_out, (double*)x, i); @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_sep_at(y, n_out, (double*)w, c + i * n_out); @/
+        /@ for order: assert \let i = k; ls_same64(x[i], \at(x[i], Pre)); @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_same64(w[c + i * n_out], \at(w[c + i * n_out], Pre)); @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_same64(ls_colp((double*)w, c)[i * n_out],
+                       \at(ls_colp((double*)w, c)[i * n_out], Pre)); @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_same64(
+               ls_seq_dot64{Pre}((double*)x, ls_colp((double*)w, c), n_out, 0,
+                                 i + 1),
+               ls_add64(ls_seq_dot64_l{Pre}((double*)x, ls_colp((double*)w, c),
+                                            n_out, 0, i),
+                        ls_mul64(\at(x[i], Pre),
+                                 \at(ls_colp((double*)w, c)[i * n_out], Pre))));
+             @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_same64(
+               ls_seq_dot64((double*)x, ls_colp((double*)w, c), n_out, 0,
+                            i + 1),
+               ls_add64(ls_seq_dot64_l((double*)x, ls_colp((double*)w, c),
+                                       n_out, 0, i),
+                        ls_mul64(x[i], ls_colp((double*)w, c)[i * n_out]))); @/
+      }
+    */
     double s = ls_dot64(x, w + o, n_in, n_out);
+    /*@ for order: assert ls_same64(s,
+          ls_seq_dot64{Pre}((double*)x, ls_colp((double*)w, o), n_out, 0,
+                            n_in)); */
+    /*@ for order: assert ls_same64(s,
+          ls_seq_dot64{Pre}((double*)x, (double*)w + o, n_out, 0, n_in)); */
     y[o] = b ? s + b[o] : s;
+    /*@ for order: assert ls_same64(y[o], ls_col64{Pre}((double*)x,
+          (double*)w, (double*)b, n_in, n_out, o)); */
   }
 }
 
@@ -348,7 +465,7 @@ void ls_weighted_sum64(const double* p, const double* v, int n, int stride,
     double acc = 0.0;
     /*@ loop invariant 0 <= j <= (n < 0 ? 0 : n);
         for order: loop invariant ls_same64(acc,
-          ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride, 0, j));
+          ls_seq_dot64_l{Pre}((double*)p, (double*)v + d, stride, 0, j));
         loop assigns j, acc;
         loop variant n - j;
     */
@@ -358,11 +475,23 @@ void ls_weighted_sum64(const double* p, const double* v, int n, int stride,
       /*@ for order: assert \let k = j; \let c = j * stride + d;
             ls_same64(p[k], \at(p[k], Pre)) &&
             ls_same64(v[c], \at(v[c], Pre)); */
+      /*@ for order: assert \let k = j; \let e = d;
+            ls_same64(
+              ls_seq_dot64{Pre}((double*)p, ls_colp((double*)v, e), stride, 0,
+                                k + 1),
+              ls_add64(ls_seq_dot64_l{Pre}((double*)p, ls_colp((double*)v, e),
+                                           stride, 0, k),
+                       ls_mul64(\at(p[k], Pre),
+                                \at(ls_colp((double*)v, e)[k * stride],
+                                    Pre)))); */
+      /*@ for order: assert \let k = j; \let e = d; \let c = j * stride + d;
+            ls_same64(\at(ls_colp((double*)v, e)[k * stride], Pre),
+                      \at(v[c], Pre)); */
       /*@ for order: assert \let k = j; \let c = j * stride + d;
             ls_same64(
               ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride, 0, k + 1),
-              ls_add64(ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride,
-                                         0, k),
+              ls_add64(ls_seq_dot64_l{Pre}((double*)p, (double*)v + d, stride,
+                                           0, k),
                        ls_mul64(\at(p[k], Pre), \at(v[c], Pre)))); */
       acc = acc + p[j] * v[(long)j * stride + d];
     }
