@@ -190,12 +190,12 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
 /* Finiteness and magnitude under input bounds (docs/proofs.md): one
  * rounding step at a time. Each ghost function below is a lemma: its
  * ensures is the step's fact (finite, and within a stated distance of the
- * exact result), under bounds whose constants are powers of two. WP's
- * provers do not close these (the real value of a rounded binary64
- * operation); the Gappa scripts proofs/gappa/ln64_*.g and the SMT-LIB file
- * proofs/nia/ls_quot_le64.smt2 prove the same statements. A ghost call
- * puts the fact, for the caller's own operands, into the caller's context:
- * no quantifier to instantiate. */
+ * exact result or within a stated bound), under bounds built from powers
+ * of two. WP's provers do not close the first four (the real value of a
+ * rounded binary64 operation, nonlinear real division); the Gappa scripts
+ * proofs/gappa/ln64_*.g and the SMT-LIB file proofs/nia/ls_quot_le64.smt2
+ * prove the same statements. A ghost call puts the fact, for the caller's
+ * own operands, into the caller's context: no quantifier to instantiate. */
 /*@ predicate ls_b37_64(double a) = \is_finite(a) && \abs(a) <= 0x1p37; */
 /*@ ghost
   /@ assigns \nothing;
@@ -207,17 +207,10 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
 */
 /*@ ghost
   /@ assigns \nothing;
-     ensures ls_b37_64(a) && ls_b37_64(b) ==>
-       \is_finite(ls_sub64(a, b)) &&
-       \abs(ls_sub64(a, b) - (a - b)) <= 0x1p-16;
-  @/
-  void ls_sub64_err(double a, double b) {}
-*/
-/*@ ghost
-  /@ assigns \nothing;
-     ensures ls_b37_64(s) && \is_finite(d) && 1 <= d <= 0x1p16 ==>
+     ensures ls_b37_64(s) && \is_finite(d) && 1 <= d <= 0x1p16 &&
+       \abs(s / d) <= 0x1p20 + 0x1p-15 ==>
        \is_finite(ls_div64(s, d)) &&
-       \abs(ls_div64(s, d) - s / d) <= 0x1p-17;
+       \abs(ls_div64(s, d)) <= 0x1p20 + 0x1p-14;
   @/
   void ls_div64_err(double s, double d) {}
 */
@@ -234,10 +227,11 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
   @/
   void ls_quot_le64(double s, double d) {}
 */
-/* The two LayerNorm steps as single facts, so that ls_layernorm64's goals
- * carry one hypothesis each rather than the rounding errors: the mean
- * sum / n of a sum bounded as ls_sum64's behavior bounded ensures, and a
- * deviation x - mean. Proved from the lemmas above. */
+/* LayerNorm's mean sum / n, for a sum bounded as ls_sum64's behavior
+ * bounded ensures, and a deviation x - mean, each as one fact (proved from
+ * the lemmas above): each goal then matches a conclusion against a
+ * premise, and the provers need not reason about the binary64 division
+ * (whose word-blasting costs cvc5 seconds). */
 /*@ ghost
   /@ assigns \nothing;
      ensures 1 <= n <= 65536 && \is_finite(sum) &&
@@ -248,15 +242,29 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
   void ls_ln64_mean(double sum, int n) {
     ls_i2d64(n);
     ls_quot_le64(sum, (double)n);
+    /@ assert 1 <= n <= 65536 && \is_finite(sum) &&
+         \abs(sum) <= n * (0x1p20 + 0x1p-15) ==>
+         ls_b37_64(sum) && \is_finite((double)n) &&
+         1 <= (double)n <= 0x1p16 &&
+         \abs(sum / (double)n) <= 0x1p20 + 0x1p-15; @/
     ls_div64_err(sum, (double)n);
   }
+*/
+/*@ predicate ls_dev64_ok(double v) =
+      \is_finite(v) && \abs(v) <= 0x1p21 + 0x1p-13;
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures \is_finite(a) && \abs(a) <= 0x1p20 && \is_finite(b) &&
+       \abs(b) <= 0x1p20 + 0x1p-14 ==> ls_dev64_ok(ls_sub64(a, b));
+  @/
+  void ls_sub64_err(double a, double b) {}
 */
 /*@ ghost
   /@ assigns \nothing;
      ensures \is_finite(xk) && \abs(xk) <= 0x1p20 && 1 <= n <= 65536 &&
        \is_finite(sum) && \abs(sum) <= n * (0x1p20 + 0x1p-15) ==>
-       \is_finite(ls_sub64(xk, ls_div64(sum, (double)n))) &&
-       \abs(ls_sub64(xk, ls_div64(sum, (double)n))) <= 0x1p21 + 0x1p-13;
+       ls_dev64_ok(ls_sub64(xk, ls_div64(sum, (double)n)));
   @/
   void ls_ln64_dev(double xk, double sum, int n) {
     ls_ln64_mean(sum, n);
@@ -408,14 +416,18 @@ static double ls_sum64(const double* x, int n) {
 void ls_layernorm64(const double* x, const double* g, const double* b, int n,
                     double* y) {
   /* Behavior bounded (docs/proofs.md): the sum is finite with |sum| <=
-   * n (2^20 + 2^-15) (ls_sum64), so the mean and the deviations are finite
-   * and bounded (the assertions ls_ln64_mean and ls_ln64_dev). */
+   * n (2^20 + 2^-15) (ls_sum64), so every deviation is finite with |d| <=
+   * 2^21 + 2^-13 (ls_dev64_ok, the first loop's invariant) and the mean
+   * is finite with |mean| <= 2^20 + 2^-14 (the assertion ls_ln64_mean, at
+   * the end, so that no other goal carries it). The ghost call follows the
+   * store, with x[k] read before it (xk), so that the store's own goals do
+   * not carry the fact either. */
   double sum = ls_sum64(x, n);
   double mean = sum / (double)n;
   /* y holds the deviations d[k] = x[k] - mean until the last loop. */
   /*@ loop invariant 0 <= k <= n;
       for bounded: loop invariant \forall integer j; 0 <= j < k ==>
-        \is_finite(y[j]) && \abs(y[j]) <= 0x1p21 + 0x1p-13;
+        ls_dev64_ok(y[j]);
       loop assigns k, y[0 .. n - 1];
       loop variant n - k;
   */
@@ -424,8 +436,7 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
     /*@ ghost double xk = x[k]; */
     y[k] = x[k] - mean;
     /*@ ghost ls_ln64_dev(xk, sum, n); */
-    /*@ for bounded: assert
-          \is_finite(y[k]) && \abs(y[k]) <= 0x1p21 + 0x1p-13; */
+    /*@ for bounded: assert ls_dev64_ok(y[k]); */
   }
   double var = ls_dot64(y, y, n, 1) / (double)n;
   double r = 1.0 / __builtin_sqrt(var + LS_LN_EPS64);
@@ -434,6 +445,9 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
       loop variant n - k;
   */
   for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
+  /*@ ghost ls_ln64_mean(sum, n); */
+  /*@ for bounded: assert ls_ln64_mean:
+        \is_finite(mean) && \abs(mean) <= 0x1p20 + 0x1p-14; */
 }
 
 /* p may be s itself (the tiny model normalises its scores in place). */
