@@ -304,10 +304,105 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
       n > 0 && n % 16 == 0 ? ls_same64(r, ls_stree64(x, n / 16, 1, 0))
                            : ls_same64(r, ls_seq_sum64(x, 0, n));
 */
+/* Finiteness and magnitude under input bounds (docs/proofs.md): one
+ * rounding step at a time. Each ghost function below is a lemma: its
+ * ensures is the step's fact (finite, and within a stated distance of the
+ * exact result or within a stated bound), under bounds built from powers
+ * of two. WP's provers do not close the first four (the real value of a
+ * rounded binary64 operation, nonlinear real division); the Gappa scripts
+ * proofs/gappa/ln64_*.g and the SMT-LIB file proofs/nia/ls_quot_le64.smt2
+ * prove the same statements. A ghost call puts the fact, for the caller's
+ * own operands, into the caller's context: no quantifier to instantiate. */
+/*@ predicate ls_b37_64(double a) = \is_finite(a) && \abs(a) <= 0x1p37; */
+/*@ ghost
+  /@ assigns \nothing;
+     ensures ls_b37_64(a) && ls_b37_64(b) ==>
+       \is_finite(ls_add64(a, b)) &&
+       \abs(ls_add64(a, b) - (a + b)) <= 0x1p-16;
+  @/
+  void ls_add64_err(double a, double b) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures ls_b37_64(s) && \is_finite(d) && 1 <= d <= 0x1p16 &&
+       \abs(s / d) <= 0x1p20 + 0x1p-15 ==>
+       \is_finite(ls_div64(s, d)) &&
+       \abs(ls_div64(s, d)) <= 0x1p20 + 0x1p-14;
+  @/
+  void ls_div64_err(double s, double d) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures 1 <= n <= 65536 ==> \is_finite((double)n) && (double)n == n;
+  @/
+  void ls_i2d64(int n) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures 1 <= d && \abs(s) <= d * (0x1p20 + 0x1p-15) ==>
+       \abs(s / d) <= 0x1p20 + 0x1p-15;
+  @/
+  void ls_quot_le64(double s, double d) {}
+*/
+/* LayerNorm's mean sum / n, for a sum bounded as ls_sum64's behavior
+ * bounded ensures, and a deviation x - mean, each as one fact (proved from
+ * the lemmas above): each goal then matches a conclusion against a
+ * premise, and the provers need not reason about the binary64 division
+ * (whose word-blasting costs cvc5 seconds). */
+/*@ ghost
+  /@ assigns \nothing;
+     ensures 1 <= n <= 65536 && \is_finite(sum) &&
+       \abs(sum) <= n * (0x1p20 + 0x1p-15) ==>
+       \is_finite(ls_div64(sum, (double)n)) &&
+       \abs(ls_div64(sum, (double)n)) <= 0x1p20 + 0x1p-14;
+  @/
+  void ls_ln64_mean(double sum, int n) {
+    ls_i2d64(n);
+    ls_quot_le64(sum, (double)n);
+    /@ assert 1 <= n <= 65536 && \is_finite(sum) &&
+         \abs(sum) <= n * (0x1p20 + 0x1p-15) ==>
+         ls_b37_64(sum) && \is_finite((double)n) &&
+         1 <= (double)n <= 0x1p16 &&
+         \abs(sum / (double)n) <= 0x1p20 + 0x1p-15; @/
+    ls_div64_err(sum, (double)n);
+  }
+*/
+/*@ predicate ls_dev64_ok(double v) =
+      \is_finite(v) && \abs(v) <= 0x1p21 + 0x1p-13;
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures \is_finite(a) && \abs(a) <= 0x1p20 && \is_finite(b) &&
+       \abs(b) <= 0x1p20 + 0x1p-14 ==> ls_dev64_ok(ls_sub64(a, b));
+  @/
+  void ls_sub64_err(double a, double b) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures \is_finite(xk) && \abs(xk) <= 0x1p20 && 1 <= n <= 65536 &&
+       \is_finite(sum) && \abs(sum) <= n * (0x1p20 + 0x1p-15) ==>
+       ls_dev64_ok(ls_sub64(xk, ls_div64(sum, (double)n)));
+  @/
+  void ls_ln64_dev(double xk, double sum, int n) {
+    ls_ln64_mean(sum, n);
+    ls_sub64_err(xk, sum / (double)n);
+  }
+*/
+
+/* Behavior bounded: for 0 <= n <= 2^16 finite terms of magnitude at most
+ * 2^20, every partial sum is finite, with |block or tree node of c terms|
+ * <= c 2^20 + (2c - 1) 2^-16 (each addition adds at most 2^-16 of rounding
+ * error, ls_add64_err), so |result| <= n (2^20 + 2^-15). */
 /*@ requires \valid_read(x + (0 .. n - 1));
     assigns \nothing;
     behavior order:
       ensures ls_sum64_spec((double*)x, n, \result);
+    behavior bounded:
+      assumes 0 <= n <= 65536;
+      assumes \forall integer k; 0 <= k < n ==>
+        \is_finite(x[k]) && \abs(x[k]) <= 0x1p20;
+      ensures \is_finite(\result) &&
+        \abs(\result) <= n * (0x1p20 + 0x1p-15);
 */
 static double ls_sum64(const double* x, int n) {
   if (n > 0 && n % 16 == 0) {
@@ -317,6 +412,9 @@ static double ls_sum64(const double* x, int n) {
     /*@ loop invariant 0 <= blk <= 16;
         for order: loop invariant \forall integer b; 0 <= b < blk ==>
           ls_same64(s[b], ls_sblk64((double*)x, len, b));
+        for bounded: loop invariant \forall integer b; 0 <= b < blk ==>
+          \is_finite(s[b]) &&
+          \abs(s[b]) <= len * 0x1p20 + (2 * len - 1) * 0x1p-16;
         loop assigns blk, s[0 .. 15];
         loop variant 16 - blk;
     */
@@ -326,10 +424,15 @@ static double ls_sum64(const double* x, int n) {
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
           for order: loop invariant
             ls_same64(acc, ls_seq_sum64((double*)x, blk * len, k));
+          for bounded: loop invariant \is_finite(acc) &&
+            \abs(acc) <= (k - blk * len) * (0x1p20 + 0x1p-16);
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
-      for (int k = blk * len; k < (blk + 1) * len; ++k) acc = acc + x[k];
+      for (int k = blk * len; k < (blk + 1) * len; ++k) {
+        /*@ ghost ls_add64_err(acc, x[k]); */
+        acc = acc + x[k];
+      }
       s[blk] = acc;
     }
     /*@ loop invariant h == 8 || h == 4 || h == 2 || h == 1 || h == 0;
@@ -338,6 +441,20 @@ static double ls_sum64(const double* x, int n) {
             ls_same64(s[i], ls_stree64((double*)x, len, 2 * h, i));
         for order: loop invariant h == 0 ==>
           ls_same64(s[0], ls_stree64((double*)x, len, 1, 0));
+        for bounded: loop invariant h == 8 ==> \forall integer i;
+          0 <= i < 16 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= len * 0x1p20 + (2 * len - 1) * 0x1p-16;
+        for bounded: loop invariant h == 4 ==> \forall integer i;
+          0 <= i < 8 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 2 * len * 0x1p20 + (4 * len - 1) * 0x1p-16;
+        for bounded: loop invariant h == 2 ==> \forall integer i;
+          0 <= i < 4 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 4 * len * 0x1p20 + (8 * len - 1) * 0x1p-16;
+        for bounded: loop invariant h == 1 ==> \forall integer i;
+          0 <= i < 2 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 8 * len * 0x1p20 + (16 * len - 1) * 0x1p-16;
+        for bounded: loop invariant h == 0 ==> \is_finite(s[0]) &&
+          \abs(s[0]) <= 16 * len * 0x1p20 + (32 * len - 1) * 0x1p-16;
         loop assigns h, s[0 .. 7];
         loop variant h;
     */
@@ -347,10 +464,30 @@ static double ls_sum64(const double* x, int n) {
             ls_same64(s[j], ls_stree64((double*)x, len, h, j));
           for order: loop invariant \forall integer j; i <= j < 16 ==>
             ls_same64(s[j], \at(s[j], LoopEntry));
+          for bounded: loop invariant h == 8 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 2 * len * 0x1p20 + (4 * len - 1) * 0x1p-16) &&
+            (\forall integer j; i <= j < 16 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= len * 0x1p20 + (2 * len - 1) * 0x1p-16);
+          for bounded: loop invariant h == 4 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 4 * len * 0x1p20 + (8 * len - 1) * 0x1p-16) &&
+            (\forall integer j; i <= j < 8 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 2 * len * 0x1p20 + (4 * len - 1) * 0x1p-16);
+          for bounded: loop invariant h == 2 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 8 * len * 0x1p20 + (16 * len - 1) * 0x1p-16) &&
+            (\forall integer j; i <= j < 4 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 4 * len * 0x1p20 + (8 * len - 1) * 0x1p-16);
+          for bounded: loop invariant h == 1 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 16 * len * 0x1p20 + (32 * len - 1) * 0x1p-16) &&
+            (\forall integer j; i <= j < 2 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 8 * len * 0x1p20 + (16 * len - 1) * 0x1p-16);
           loop assigns i, s[0 .. h - 1];
           loop variant h - i;
       */
-      for (int i = 0; i < h; ++i)
+      for (int i = 0; i < h; ++i) {
         /*@ for order: assert h == 8 ==> ls_same64(ls_add64(s[i], s[i + h]),
               ls_stree64((double*)x, len, 8, i)); */
         /*@ for order: assert h == 4 ==> ls_same64(ls_add64(s[i], s[i + h]),
@@ -359,7 +496,9 @@ static double ls_sum64(const double* x, int n) {
               ls_stree64((double*)x, len, 2, i)); */
         /*@ for order: assert h == 1 ==> ls_same64(ls_add64(s[i], s[i + h]),
               ls_stree64((double*)x, len, 1, i)); */
+        /*@ ghost ls_add64_err(s[i], s[i + h]); */
         s[i] = s[i] + s[i + h];
+      }
     }
     return s[0];
   }
@@ -367,10 +506,15 @@ static double ls_sum64(const double* x, int n) {
   /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
       for order: loop invariant
         ls_same64(acc, ls_seq_sum64((double*)x, 0, k));
+      for bounded: loop invariant \is_finite(acc) &&
+        \abs(acc) <= k * (0x1p20 + 0x1p-16);
       loop assigns k, acc;
       loop variant n - k;
   */
-  for (int k = 0; k < n; ++k) acc = acc + x[k];
+  for (int k = 0; k < n; ++k) {
+    /*@ ghost ls_add64_err(acc, x[k]); */
+    acc = acc + x[k];
+  }
   return acc;
 }
 
@@ -380,16 +524,37 @@ static double ls_sum64(const double* x, int n) {
     requires \valid_read(b + (0 .. n - 1));
     requires \valid(y + (0 .. n - 1));
     assigns y[0 .. n - 1];
+    behavior bounded:
+      assumes n <= 65536;
+      assumes \forall integer k; 0 <= k < n ==>
+        \is_finite(x[k]) && \abs(x[k]) <= 0x1p20;
+      assumes \separated(y + (0 .. n - 1), x + (0 .. n - 1));
 */
 void ls_layernorm64(const double* x, const double* g, const double* b, int n,
                     double* y) {
-  double mean = ls_sum64(x, n) / (double)n;
+  /* Behavior bounded (docs/proofs.md): the sum is finite with |sum| <=
+   * n (2^20 + 2^-15) (ls_sum64), so every deviation is finite with |d| <=
+   * 2^21 + 2^-13 (ls_dev64_ok, the first loop's invariant) and the mean
+   * is finite with |mean| <= 2^20 + 2^-14 (the assertion ls_ln64_mean, at
+   * the end, so that no other goal carries it). The ghost call follows the
+   * store, with x[k] read before it (xk), so that the store's own goals do
+   * not carry the fact either. */
+  double sum = ls_sum64(x, n);
+  double mean = sum / (double)n;
   /* y holds the deviations d[k] = x[k] - mean until the last loop. */
   /*@ loop invariant 0 <= k <= n;
+      for bounded: loop invariant \forall integer j; 0 <= j < k ==>
+        ls_dev64_ok(y[j]);
       loop assigns k, y[0 .. n - 1];
       loop variant n - k;
   */
-  for (int k = 0; k < n; ++k) y[k] = x[k] - mean;
+  for (int k = 0; k < n; ++k) {
+    /*@ for bounded: assert \is_finite(x[k]) && \abs(x[k]) <= 0x1p20; */
+    /*@ ghost double xk = x[k]; */
+    y[k] = x[k] - mean;
+    /*@ ghost ls_ln64_dev(xk, sum, n); */
+    /*@ for bounded: assert ls_dev64_ok(y[k]); */
+  }
   double var = ls_dot64(y, y, n, 1) / (double)n;
   double r = 1.0 / __builtin_sqrt(var + LS_LN_EPS64);
   /*@ loop invariant 0 <= k <= n;
@@ -397,6 +562,9 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
       loop variant n - k;
   */
   for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
+  /*@ ghost ls_ln64_mean(sum, n); */
+  /*@ for bounded: assert ls_ln64_mean:
+        \is_finite(mean) && \abs(mean) <= 0x1p20 + 0x1p-14; */
 }
 
 /* p may be s itself (the tiny model normalises its scores in place). */
