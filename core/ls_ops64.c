@@ -10,20 +10,36 @@
  * sequential sum from +0.0 of x[k] * w[k * stride] for k in [lo, hi), each
  * product and sum one IEEE operation (core/ls_arith.h); ls_blk64 is block
  * b's sum; ls_tree64(m, i) is s[i] once the halving tree is down to m live
- * sums (m = 16: the block sums; m = 1, i = 0: the result). */
+ * sums (m = 16: the block sums; m = 1, i = 0: the result).
+ * The axioms are in a "fuel" form, so that the provers never unroll a sum:
+ * ls_seq_dot64_l is the same sum (ls_seq_dot64_lim), and the step axiom
+ * relates ls_seq_dot64(lo, k + 1) to ls_seq_dot64_l(lo, k) only when both
+ * terms are already in the goal (a multi-trigger), and makes no new
+ * ls_seq_dot64 term. The empty sum and the link are triggered by
+ * ls_seq_dot64_l, so a goal that mentions only ls_seq_dot64 (a frame, a
+ * postcondition) gets no instance of them either. Loop invariants are
+ * stated on ls_seq_dot64_l, the step's previous sum. */
 /*@ axiomatic LsDot64 {
       logic double ls_seq_dot64{L}(double* x, double* w, integer stride,
                                    integer lo, integer hi)
         reads x[lo .. hi - 1], w[lo * stride .. (hi - 1) * stride];
+      logic double ls_seq_dot64_l{L}(double* x, double* w, integer stride,
+                                     integer lo, integer hi)
+        reads x[lo .. hi - 1], w[lo * stride .. (hi - 1) * stride];
+      axiom ls_seq_dot64_lim{L}:
+        \forall double* x, double* w, integer stride, lo, hi;
+          ls_same64(ls_seq_dot64(x, w, stride, lo, hi),
+                    (TRIGGER: ls_seq_dot64_l(x, w, stride, lo, hi)));
       axiom ls_seq_dot64_empty{L}:
         \forall double* x, double* w, integer stride, lo, hi;
-          hi <= lo ==> ls_same64(ls_seq_dot64(x, w, stride, lo, hi),
-                                 (double)0.0);
+          hi <= lo ==> ls_same64(
+            (TRIGGER: ls_seq_dot64_l(x, w, stride, lo, hi)), (double)0.0);
       axiom ls_seq_dot64_step{L}:
-        \forall double* x, double* w, integer stride, lo, hi;
-          lo < hi ==> ls_same64(ls_seq_dot64(x, w, stride, lo, hi),
-            ls_add64(ls_seq_dot64(x, w, stride, lo, hi - 1),
-                     ls_mul64(x[hi - 1], w[(hi - 1) * stride])));
+        \forall double* x, double* w, integer stride, lo, k, hi;
+          lo <= k && hi == k + 1 ==> ls_same64(
+            (TRIGGER: ls_seq_dot64(x, w, stride, lo, hi)),
+            ls_add64((TRIGGER: ls_seq_dot64_l(x, w, stride, lo, k)),
+                     ls_mul64(x[k], w[k * stride])));
     }
     logic double ls_blk64{L}(double* x, double* w, integer stride,
                              integer len, integer b) =
@@ -77,7 +93,7 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
       /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
           for order: loop invariant ls_same64(acc,
-            ls_seq_dot64((double*)x, (double*)w, stride, blk * len, k));
+            ls_seq_dot64_l((double*)x, (double*)w, stride, blk * len, k));
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
@@ -122,7 +138,7 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
   double acc = 0.0;
   /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
       for order: loop invariant
-        ls_same64(acc, ls_seq_dot64((double*)x, (double*)w, stride, 0, k));
+        ls_same64(acc, ls_seq_dot64_l((double*)x, (double*)w, stride, 0, k));
       loop assigns k, acc;
       loop variant n - k;
   */
@@ -131,23 +147,124 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
   return acc;
 }
 
+/* ACSL: column e of an input-major matrix, w + e, as a function that WP's
+ * simplifier does not rewrite: (w + e)[k * n_out] stays an access through
+ * the column pointer, the form in which ls_seq_dot64's step axiom states
+ * it (as w + e, the simplifier turns it into w[e + k * n_out], and the
+ * provers then have to show the two addresses equal by arithmetic). */
+/*@ logic double* ls_colp(double* w, integer e) = w + e; */
+/* ACSL: y[0 .. n-1] is separated from the cell p[i]. A predicate of the
+ * cell, so that a separation stated for every cell is instantiated only at
+ * the cells a goal names: stated on whole ranges, the separations brought
+ * the memory model's transitivity axioms into every goal of ls_matvec64
+ * (z3: some 20,000 instances in the outer invariant). */
+/*@ predicate ls_sep_at{L}(double* y, integer n, double* p, integer i) =
+      \separated(y + (0 .. n - 1), p + i);
+*/
+/* ACSL: output e of ls_matvec64 in the sequential case (n_in not a multiple
+ * of 16): the §2.1 sum of x[k] * w[k * n_out + e] from +0.0, plus b[e]. */
+/*@ logic double ls_col64{L}(double* x, double* w, double* b, integer n_in,
+                             integer n_out, integer e) =
+      b == \null ? ls_seq_dot64(x, w + e, n_out, 0, n_in)
+                 : ls_add64(ls_seq_dot64(x, w + e, n_out, 0, n_in), b[e]);
+*/
+/* ACSL: ls_col64_i is ls_col64 under another name, for ls_matvec64's loop
+ * invariant. Its one axiom is triggered by ls_col64, so the invariant's
+ * preservation (y[e], e < o, kept when y[o] is stored) unfolds ls_col64 at
+ * o alone, where the body's assertion names it, and not at every e the
+ * goal mentions (each unfolding a binary64 sum to bit-blast). */
+/*@ axiomatic LsCol64Inv {
+      logic double ls_col64_i{L}(double* x, double* w, double* b,
+                                 integer n_in, integer n_out, integer e)
+        reads x[0 .. n_in - 1], w[0 .. n_in * n_out - 1], b[e];
+      axiom ls_col64_i_def{L}:
+        \forall double* x, double* w, double* b, integer n_in, n_out, e;
+          ls_same64(ls_col64_i(x, w, b, n_in, n_out, e),
+                    (TRIGGER: ls_col64(x, w, b, n_in, n_out, e)));
+    }
+*/
 /*@ requires n_in >= 0 && n_out >= 0;
     requires \valid_read(x + (0 .. n_in - 1));
     requires \valid_read(w + (0 .. n_in * n_out - 1));
     requires b == \null || \valid_read(b + (0 .. n_out - 1));
     requires \valid(y + (0 .. n_out - 1));
     assigns y[0 .. n_out - 1];
+    behavior order:
+      assumes n_in % 16 != 0;
+      assumes \forall integer k; 0 <= k < n_in ==>
+        ls_sep_at(y, n_out, (double*)x, k);
+      assumes \forall integer k; 0 <= k < n_in * n_out ==>
+        ls_sep_at(y, n_out, (double*)w, k);
+      assumes b == \null || \forall integer e; 0 <= e < n_out ==>
+        ls_sep_at(y, n_out, (double*)b, e);
+      ensures \forall integer e; 0 <= e < n_out ==>
+        ls_same64(y[e], ls_col64{Pre}((double*)x, (double*)w, (double*)b,
+                                      n_in, n_out, e));
 */
 void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
                  int n_out, double* y) {
   /*@ loop invariant 0 <= o <= n_out;
+      for order: loop invariant \forall integer e; 0 <= e < o ==>
+        ls_same64(y[e], ls_col64_i{Pre}((double*)x, (double*)w, (double*)b,
+                                        n_in, n_out, e));
       loop assigns o, y[0 .. n_out - 1];
       loop variant n_out - o;
   */
   for (int o = 0; o < n_out; ++o) {
     /*@ ghost ls_rows_at(n_in, n_out, o); */
+    /*@ for order: assert \let e = o;
+          b != \null ==> ls_sep_at(y, n_out, (double*)b, e); */
+    /*@ for order: assert \let e = o;
+          b != \null ==> ls_same64(b[e], \at(b[e], Pre)); */
+    /* The frame of ls_seq_dot64 over the stores y[0 .. o-1], by induction
+     * (ghost loop): column o's sum reads the same x and w as at Pre. */
+    /*@ ghost
+      /@ loop invariant 0 <= k <= n_in;
+         for order: loop invariant ls_same64(
+           ls_seq_dot64_l((double*)x, ls_colp((double*)w, o), n_out, 0, k),
+           ls_seq_dot64_l{Pre}((double*)x, ls_colp((double*)w, o), n_out, 0,
+                               k));
+         loop assigns k;
+         loop variant n_in - k;
+      @/
+      for (int k = 0; k < n_in; ++k) {
+        ls_row(k, n_in, n_out);
+        /@ for order: assert \let i = k; ls_sep_at(y, n_out, (double*)x, i); @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_sep_at(y, n_out, (double*)w, c + i * n_out); @/
+        /@ for order: assert \let i = k; ls_same64(x[i], \at(x[i], Pre)); @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_same64(w[c + i * n_out], \at(w[c + i * n_out], Pre)); @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_same64(ls_colp((double*)w, c)[i * n_out],
+                       \at(ls_colp((double*)w, c)[i * n_out], Pre)); @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_same64(
+               ls_seq_dot64{Pre}((double*)x, ls_colp((double*)w, c), n_out, 0,
+                                 i + 1),
+               ls_add64(ls_seq_dot64_l{Pre}((double*)x, ls_colp((double*)w, c),
+                                            n_out, 0, i),
+                        ls_mul64(\at(x[i], Pre),
+                                 \at(ls_colp((double*)w, c)[i * n_out], Pre))));
+             @/
+        /@ for order: assert \let i = k; \let c = o;
+             ls_same64(
+               ls_seq_dot64((double*)x, ls_colp((double*)w, c), n_out, 0,
+                            i + 1),
+               ls_add64(ls_seq_dot64_l((double*)x, ls_colp((double*)w, c),
+                                       n_out, 0, i),
+                        ls_mul64(x[i], ls_colp((double*)w, c)[i * n_out]))); @/
+      }
+    */
     double s = ls_dot64(x, w + o, n_in, n_out);
+    /*@ for order: assert ls_same64(s,
+          ls_seq_dot64{Pre}((double*)x, ls_colp((double*)w, o), n_out, 0,
+                            n_in)); */
+    /*@ for order: assert ls_same64(s,
+          ls_seq_dot64{Pre}((double*)x, (double*)w + o, n_out, 0, n_in)); */
     y[o] = b ? s + b[o] : s;
+    /*@ for order: assert ls_same64(y[o], ls_col64{Pre}((double*)x,
+          (double*)w, (double*)b, n_in, n_out, o)); */
   }
 }
 
@@ -187,10 +304,105 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
       n > 0 && n % 16 == 0 ? ls_same64(r, ls_stree64(x, n / 16, 1, 0))
                            : ls_same64(r, ls_seq_sum64(x, 0, n));
 */
+/* Finiteness and magnitude under input bounds (docs/proofs.md): one
+ * rounding step at a time. Each ghost function below is a lemma: its
+ * ensures is the step's fact (finite, and within a stated distance of the
+ * exact result or within a stated bound), under bounds built from powers
+ * of two. WP's provers do not close the first four (the real value of a
+ * rounded binary64 operation, nonlinear real division); the Gappa scripts
+ * proofs/gappa/ln64_*.g and the SMT-LIB file proofs/nia/ls_quot_le64.smt2
+ * prove the same statements. A ghost call puts the fact, for the caller's
+ * own operands, into the caller's context: no quantifier to instantiate. */
+/*@ predicate ls_b37_64(double a) = \is_finite(a) && \abs(a) <= 0x1p37; */
+/*@ ghost
+  /@ assigns \nothing;
+     ensures ls_b37_64(a) && ls_b37_64(b) ==>
+       \is_finite(ls_add64(a, b)) &&
+       \abs(ls_add64(a, b) - (a + b)) <= 0x1p-16;
+  @/
+  void ls_add64_err(double a, double b) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures ls_b37_64(s) && \is_finite(d) && 1 <= d <= 0x1p16 &&
+       \abs(s / d) <= 0x1p20 + 0x1p-15 ==>
+       \is_finite(ls_div64(s, d)) &&
+       \abs(ls_div64(s, d)) <= 0x1p20 + 0x1p-14;
+  @/
+  void ls_div64_err(double s, double d) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures 1 <= n <= 65536 ==> \is_finite((double)n) && (double)n == n;
+  @/
+  void ls_i2d64(int n) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures 1 <= d && \abs(s) <= d * (0x1p20 + 0x1p-15) ==>
+       \abs(s / d) <= 0x1p20 + 0x1p-15;
+  @/
+  void ls_quot_le64(double s, double d) {}
+*/
+/* LayerNorm's mean sum / n, for a sum bounded as ls_sum64's behavior
+ * bounded ensures, and a deviation x - mean, each as one fact (proved from
+ * the lemmas above): each goal then matches a conclusion against a
+ * premise, and the provers need not reason about the binary64 division
+ * (whose word-blasting costs cvc5 seconds). */
+/*@ ghost
+  /@ assigns \nothing;
+     ensures 1 <= n <= 65536 && \is_finite(sum) &&
+       \abs(sum) <= n * (0x1p20 + 0x1p-15) ==>
+       \is_finite(ls_div64(sum, (double)n)) &&
+       \abs(ls_div64(sum, (double)n)) <= 0x1p20 + 0x1p-14;
+  @/
+  void ls_ln64_mean(double sum, int n) {
+    ls_i2d64(n);
+    ls_quot_le64(sum, (double)n);
+    /@ assert 1 <= n <= 65536 && \is_finite(sum) &&
+         \abs(sum) <= n * (0x1p20 + 0x1p-15) ==>
+         ls_b37_64(sum) && \is_finite((double)n) &&
+         1 <= (double)n <= 0x1p16 &&
+         \abs(sum / (double)n) <= 0x1p20 + 0x1p-15; @/
+    ls_div64_err(sum, (double)n);
+  }
+*/
+/*@ predicate ls_dev64_ok(double v) =
+      \is_finite(v) && \abs(v) <= 0x1p21 + 0x1p-13;
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures \is_finite(a) && \abs(a) <= 0x1p20 && \is_finite(b) &&
+       \abs(b) <= 0x1p20 + 0x1p-14 ==> ls_dev64_ok(ls_sub64(a, b));
+  @/
+  void ls_sub64_err(double a, double b) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures \is_finite(xk) && \abs(xk) <= 0x1p20 && 1 <= n <= 65536 &&
+       \is_finite(sum) && \abs(sum) <= n * (0x1p20 + 0x1p-15) ==>
+       ls_dev64_ok(ls_sub64(xk, ls_div64(sum, (double)n)));
+  @/
+  void ls_ln64_dev(double xk, double sum, int n) {
+    ls_ln64_mean(sum, n);
+    ls_sub64_err(xk, sum / (double)n);
+  }
+*/
+
+/* Behavior bounded: for 0 <= n <= 2^16 finite terms of magnitude at most
+ * 2^20, every partial sum is finite, with |block or tree node of c terms|
+ * <= c 2^20 + (2c - 1) 2^-16 (each addition adds at most 2^-16 of rounding
+ * error, ls_add64_err), so |result| <= n (2^20 + 2^-15). */
 /*@ requires \valid_read(x + (0 .. n - 1));
     assigns \nothing;
     behavior order:
       ensures ls_sum64_spec((double*)x, n, \result);
+    behavior bounded:
+      assumes 0 <= n <= 65536;
+      assumes \forall integer k; 0 <= k < n ==>
+        \is_finite(x[k]) && \abs(x[k]) <= 0x1p20;
+      ensures \is_finite(\result) &&
+        \abs(\result) <= n * (0x1p20 + 0x1p-15);
 */
 static double ls_sum64(const double* x, int n) {
   if (n > 0 && n % 16 == 0) {
@@ -200,6 +412,9 @@ static double ls_sum64(const double* x, int n) {
     /*@ loop invariant 0 <= blk <= 16;
         for order: loop invariant \forall integer b; 0 <= b < blk ==>
           ls_same64(s[b], ls_sblk64((double*)x, len, b));
+        for bounded: loop invariant \forall integer b; 0 <= b < blk ==>
+          \is_finite(s[b]) &&
+          \abs(s[b]) <= len * 0x1p20 + (2 * len - 1) * 0x1p-16;
         loop assigns blk, s[0 .. 15];
         loop variant 16 - blk;
     */
@@ -209,10 +424,15 @@ static double ls_sum64(const double* x, int n) {
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
           for order: loop invariant
             ls_same64(acc, ls_seq_sum64((double*)x, blk * len, k));
+          for bounded: loop invariant \is_finite(acc) &&
+            \abs(acc) <= (k - blk * len) * (0x1p20 + 0x1p-16);
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
-      for (int k = blk * len; k < (blk + 1) * len; ++k) acc = acc + x[k];
+      for (int k = blk * len; k < (blk + 1) * len; ++k) {
+        /*@ ghost ls_add64_err(acc, x[k]); */
+        acc = acc + x[k];
+      }
       s[blk] = acc;
     }
     /*@ loop invariant h == 8 || h == 4 || h == 2 || h == 1 || h == 0;
@@ -221,6 +441,20 @@ static double ls_sum64(const double* x, int n) {
             ls_same64(s[i], ls_stree64((double*)x, len, 2 * h, i));
         for order: loop invariant h == 0 ==>
           ls_same64(s[0], ls_stree64((double*)x, len, 1, 0));
+        for bounded: loop invariant h == 8 ==> \forall integer i;
+          0 <= i < 16 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= len * 0x1p20 + (2 * len - 1) * 0x1p-16;
+        for bounded: loop invariant h == 4 ==> \forall integer i;
+          0 <= i < 8 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 2 * len * 0x1p20 + (4 * len - 1) * 0x1p-16;
+        for bounded: loop invariant h == 2 ==> \forall integer i;
+          0 <= i < 4 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 4 * len * 0x1p20 + (8 * len - 1) * 0x1p-16;
+        for bounded: loop invariant h == 1 ==> \forall integer i;
+          0 <= i < 2 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 8 * len * 0x1p20 + (16 * len - 1) * 0x1p-16;
+        for bounded: loop invariant h == 0 ==> \is_finite(s[0]) &&
+          \abs(s[0]) <= 16 * len * 0x1p20 + (32 * len - 1) * 0x1p-16;
         loop assigns h, s[0 .. 7];
         loop variant h;
     */
@@ -230,10 +464,30 @@ static double ls_sum64(const double* x, int n) {
             ls_same64(s[j], ls_stree64((double*)x, len, h, j));
           for order: loop invariant \forall integer j; i <= j < 16 ==>
             ls_same64(s[j], \at(s[j], LoopEntry));
+          for bounded: loop invariant h == 8 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 2 * len * 0x1p20 + (4 * len - 1) * 0x1p-16) &&
+            (\forall integer j; i <= j < 16 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= len * 0x1p20 + (2 * len - 1) * 0x1p-16);
+          for bounded: loop invariant h == 4 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 4 * len * 0x1p20 + (8 * len - 1) * 0x1p-16) &&
+            (\forall integer j; i <= j < 8 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 2 * len * 0x1p20 + (4 * len - 1) * 0x1p-16);
+          for bounded: loop invariant h == 2 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 8 * len * 0x1p20 + (16 * len - 1) * 0x1p-16) &&
+            (\forall integer j; i <= j < 4 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 4 * len * 0x1p20 + (8 * len - 1) * 0x1p-16);
+          for bounded: loop invariant h == 1 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 16 * len * 0x1p20 + (32 * len - 1) * 0x1p-16) &&
+            (\forall integer j; i <= j < 2 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 8 * len * 0x1p20 + (16 * len - 1) * 0x1p-16);
           loop assigns i, s[0 .. h - 1];
           loop variant h - i;
       */
-      for (int i = 0; i < h; ++i)
+      for (int i = 0; i < h; ++i) {
         /*@ for order: assert h == 8 ==> ls_same64(ls_add64(s[i], s[i + h]),
               ls_stree64((double*)x, len, 8, i)); */
         /*@ for order: assert h == 4 ==> ls_same64(ls_add64(s[i], s[i + h]),
@@ -242,7 +496,9 @@ static double ls_sum64(const double* x, int n) {
               ls_stree64((double*)x, len, 2, i)); */
         /*@ for order: assert h == 1 ==> ls_same64(ls_add64(s[i], s[i + h]),
               ls_stree64((double*)x, len, 1, i)); */
+        /*@ ghost ls_add64_err(s[i], s[i + h]); */
         s[i] = s[i] + s[i + h];
+      }
     }
     return s[0];
   }
@@ -250,10 +506,15 @@ static double ls_sum64(const double* x, int n) {
   /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
       for order: loop invariant
         ls_same64(acc, ls_seq_sum64((double*)x, 0, k));
+      for bounded: loop invariant \is_finite(acc) &&
+        \abs(acc) <= k * (0x1p20 + 0x1p-16);
       loop assigns k, acc;
       loop variant n - k;
   */
-  for (int k = 0; k < n; ++k) acc = acc + x[k];
+  for (int k = 0; k < n; ++k) {
+    /*@ ghost ls_add64_err(acc, x[k]); */
+    acc = acc + x[k];
+  }
   return acc;
 }
 
@@ -263,16 +524,37 @@ static double ls_sum64(const double* x, int n) {
     requires \valid_read(b + (0 .. n - 1));
     requires \valid(y + (0 .. n - 1));
     assigns y[0 .. n - 1];
+    behavior bounded:
+      assumes n <= 65536;
+      assumes \forall integer k; 0 <= k < n ==>
+        \is_finite(x[k]) && \abs(x[k]) <= 0x1p20;
+      assumes \separated(y + (0 .. n - 1), x + (0 .. n - 1));
 */
 void ls_layernorm64(const double* x, const double* g, const double* b, int n,
                     double* y) {
-  double mean = ls_sum64(x, n) / (double)n;
+  /* Behavior bounded (docs/proofs.md): the sum is finite with |sum| <=
+   * n (2^20 + 2^-15) (ls_sum64), so every deviation is finite with |d| <=
+   * 2^21 + 2^-13 (ls_dev64_ok, the first loop's invariant) and the mean
+   * is finite with |mean| <= 2^20 + 2^-14 (the assertion ls_ln64_mean, at
+   * the end, so that no other goal carries it). The ghost call follows the
+   * store, with x[k] read before it (xk), so that the store's own goals do
+   * not carry the fact either. */
+  double sum = ls_sum64(x, n);
+  double mean = sum / (double)n;
   /* y holds the deviations d[k] = x[k] - mean until the last loop. */
   /*@ loop invariant 0 <= k <= n;
+      for bounded: loop invariant \forall integer j; 0 <= j < k ==>
+        ls_dev64_ok(y[j]);
       loop assigns k, y[0 .. n - 1];
       loop variant n - k;
   */
-  for (int k = 0; k < n; ++k) y[k] = x[k] - mean;
+  for (int k = 0; k < n; ++k) {
+    /*@ for bounded: assert \is_finite(x[k]) && \abs(x[k]) <= 0x1p20; */
+    /*@ ghost double xk = x[k]; */
+    y[k] = x[k] - mean;
+    /*@ ghost ls_ln64_dev(xk, sum, n); */
+    /*@ for bounded: assert ls_dev64_ok(y[k]); */
+  }
   double var = ls_dot64(y, y, n, 1) / (double)n;
   double r = 1.0 / __builtin_sqrt(var + LS_LN_EPS64);
   /*@ loop invariant 0 <= k <= n;
@@ -280,6 +562,9 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
       loop variant n - k;
   */
   for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
+  /*@ ghost ls_ln64_mean(sum, n); */
+  /*@ for bounded: assert ls_ln64_mean:
+        \is_finite(mean) && \abs(mean) <= 0x1p20 + 0x1p-14; */
 }
 
 /* ACSL (docs/proofs.md): §2.4's order as logic. ls_smax64(s, j) is step
@@ -412,7 +697,7 @@ void ls_weighted_sum64(const double* p, const double* v, int n, int stride,
     double acc = 0.0;
     /*@ loop invariant 0 <= j <= (n < 0 ? 0 : n);
         for order: loop invariant ls_same64(acc,
-          ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride, 0, j));
+          ls_seq_dot64_l{Pre}((double*)p, (double*)v + d, stride, 0, j));
         loop assigns j, acc;
         loop variant n - j;
     */
@@ -422,11 +707,23 @@ void ls_weighted_sum64(const double* p, const double* v, int n, int stride,
       /*@ for order: assert \let k = j; \let c = j * stride + d;
             ls_same64(p[k], \at(p[k], Pre)) &&
             ls_same64(v[c], \at(v[c], Pre)); */
+      /*@ for order: assert \let k = j; \let e = d;
+            ls_same64(
+              ls_seq_dot64{Pre}((double*)p, ls_colp((double*)v, e), stride, 0,
+                                k + 1),
+              ls_add64(ls_seq_dot64_l{Pre}((double*)p, ls_colp((double*)v, e),
+                                           stride, 0, k),
+                       ls_mul64(\at(p[k], Pre),
+                                \at(ls_colp((double*)v, e)[k * stride],
+                                    Pre)))); */
+      /*@ for order: assert \let k = j; \let e = d; \let c = j * stride + d;
+            ls_same64(\at(ls_colp((double*)v, e)[k * stride], Pre),
+                      \at(v[c], Pre)); */
       /*@ for order: assert \let k = j; \let c = j * stride + d;
             ls_same64(
               ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride, 0, k + 1),
-              ls_add64(ls_seq_dot64{Pre}((double*)p, (double*)v + d, stride,
-                                         0, k),
+              ls_add64(ls_seq_dot64_l{Pre}((double*)p, (double*)v + d, stride,
+                                           0, k),
                        ls_mul64(\at(p[k], Pre), \at(v[c], Pre)))); */
       acc = acc + p[j] * v[(long)j * stride + d];
     }

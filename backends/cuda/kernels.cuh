@@ -198,7 +198,7 @@ __device__ __forceinline__ void ln_preload(const float* __restrict__ g,
 // x is staged in shared memory d[0..C) (one coalesced pass), the sums of
 // §2.1's order are taken there by the first warp, and d ends holding
 // y = (d * r) * g + b. The caller syncs before reading d.
-__device__ __forceinline__ void layernorm_row(const float* __restrict__ x,
+__device__ __forceinline__ void layernorm_row(const float* x,
                                               const float* __restrict__ g,
                                               const float* __restrict__ b,
                                               int C, float* d,
@@ -240,8 +240,7 @@ __device__ __forceinline__ void layernorm_row(const float* __restrict__ x,
 
 // §2.3 LayerNorm of n rows of C (one block per row; dynamic shared memory
 // holds C floats).
-__global__ void layernorm_kernel(const float* __restrict__ x,
-                                 const float* __restrict__ g,
+__global__ void layernorm_kernel(const float* x, const float* __restrict__ g,
                                  const float* __restrict__ b, int C,
                                  float* __restrict__ y) {
   extern __shared__ float d[];
@@ -393,7 +392,7 @@ __device__ __forceinline__ float add_rows(float acc, const float* xp,
 // memory (dynamic, K floats), the separate LayerNorm launch fused away.
 template <int kTo, int kEpi, bool kLn>
 __global__ void __launch_bounds__(16 * kTo)
-    matvec_kernel(const float* __restrict__ x, const float* __restrict__ g,
+    matvec_kernel(const float* x, const float* __restrict__ g,
                   const float* __restrict__ gb, const float* __restrict__ w,
                   const float* __restrict__ bias, int K, int N, float* y,
                   float* kv, size_t kv_row, const int* __restrict__ info) {
@@ -471,7 +470,7 @@ __global__ void __launch_bounds__(16 * kTo)
 // slower than matvec_kernel on the H200).
 template <int kTo, int kEpi, bool kLn>
 __global__ void __launch_bounds__(16 * kTo)
-    matvec2_kernel(const float* __restrict__ x, const float* __restrict__ g,
+    matvec2_kernel(const float* x, const float* __restrict__ g,
                    const float* __restrict__ gb, const float* __restrict__ w,
                    const float* __restrict__ bias, int K, int N, float* y,
                    float* kv, size_t kv_row, const int* __restrict__ info) {
@@ -556,7 +555,7 @@ constexpr int kV3Cols = 32, kV3Rows = 64, kV3Threads = 256;
 
 template <int kEpi, bool kLn>
 __global__ void __launch_bounds__(kV3Threads)
-    matvec3_kernel(const float* __restrict__ x, const float* __restrict__ g,
+    matvec3_kernel(const float* x, const float* __restrict__ g,
                    const float* __restrict__ gb, const float* __restrict__ w,
                    const float* __restrict__ bias, int K, int N, float* y,
                    float* kv, size_t kv_row, const int* __restrict__ info,
@@ -654,13 +653,18 @@ __global__ void __launch_bounds__(kV3Threads)
 // kTo outputs; thread (blk, o) sums §2.1 block blk of output o in k order
 // from +0.0 for each of its kR rows, each weight loaded once for the kR
 // rows (x read through the cache, four k at a time; 32 weights loaded
-// before their additions); the 16 block sums
+// before their additions). x is written by the kernel before, which may
+// still run under programmatic launch: it is read with plain loads after
+// pdl_wait (griddepcontrol.wait makes that kernel's writes visible to this
+// grid), not through the read-only path (__ldg, for data no one writes
+// while the kernel runs); __ldcg (L2 only) instead of plain loads made the
+// batch-32 step 16% slower (2026-12-03). The 16 block sums
 // meet in shared memory, the tree, the bias, the epilogue. So each row's
 // outputs have the bits of a one-position step. K not a multiple of 16:
 // thread (0, o) sums all of k.
 template <int kTo, int kR, int kEpi>
 __global__ void __launch_bounds__(16 * kTo)
-    matvec_rows_kernel(const float* __restrict__ x, const float* __restrict__ w,
+    matvec_rows_kernel(const float* x, const float* __restrict__ w,
                        const float* __restrict__ bias, int n, int K, int N,
                        float* y, float* kv, size_t kv_row,
                        const int* __restrict__ info) {
@@ -695,8 +699,7 @@ __global__ void __launch_bounds__(16 * kTo)
             const float* xr = xp + static_cast<size_t>(r) * K + k;
 #pragma unroll
             for (int q = 0; q < 8; ++q) {
-              const float4 a =
-                  __ldg(reinterpret_cast<const float4*>(xr + 4 * q));
+              const float4 a = *reinterpret_cast<const float4*>(xr + 4 * q);
               acc[r] = madd(acc[r], a.x, wv[4 * q + 0]);
               acc[r] = madd(acc[r], a.y, wv[4 * q + 1]);
               acc[r] = madd(acc[r], a.z, wv[4 * q + 2]);
@@ -713,10 +716,10 @@ __global__ void __launch_bounds__(16 * kTo)
 #pragma unroll
         for (int r = 0; r < kR; ++r) {
           if (r < rows) {
-            const float4 a = __ldg(reinterpret_cast<const float4*>(
-                xp + static_cast<size_t>(r) * K + k));
-            const float4 b = __ldg(reinterpret_cast<const float4*>(
-                xp + static_cast<size_t>(r) * K + k + 4));
+            const float4 a = *reinterpret_cast<const float4*>(
+                xp + static_cast<size_t>(r) * K + k);
+            const float4 b = *reinterpret_cast<const float4*>(
+                xp + static_cast<size_t>(r) * K + k + 4);
             acc[r] = madd(acc[r], a.x, wv[0]);
             acc[r] = madd(acc[r], a.y, wv[1]);
             acc[r] = madd(acc[r], a.z, wv[2]);
@@ -772,7 +775,7 @@ constexpr int kTile = 64, kTk = 16, kPitch = kTile + 4;
 
 template <int kEpi, bool kBlocked>
 __global__ void __launch_bounds__(256)
-    matmul_kernel(const float* __restrict__ x, const float* __restrict__ w,
+    matmul_kernel(const float* x, const float* __restrict__ w,
                   const float* __restrict__ bias, int n, int K, int N, float* y,
                   float* kv, size_t kv_row, const int* __restrict__ info) {
   __shared__ __align__(16) float xs[kTk][kPitch];  // xs[kk][row]
@@ -934,7 +937,7 @@ inline size_t matmul2_smem(int split) {
 
 template <int kEpi, bool kBlocked>
 __global__ void __launch_bounds__(256, 3)
-    matmul2_kernel(const float* __restrict__ x, const float* __restrict__ w,
+    matmul2_kernel(const float* x, const float* __restrict__ w,
                    const float* __restrict__ bias, int n, int K, int N,
                    float* y, float* kv, size_t kv_row,
                    const int* __restrict__ info, float* partial,
@@ -1176,10 +1179,10 @@ inline size_t attention_smem_floats(int D, int n_ctx) {
 // would otherwise share the multiprocessors during a long attention).
 template <bool kPre, bool kObs = false>
 __global__ void __launch_bounds__(kAttnThreads)
-    attention_kernel(const float* __restrict__ qkv, const float* keys,
-                     const float* values, size_t stride, int C, int D,
-                     int n_ctx, const int* __restrict__ info,
-                     float* __restrict__ out, int early_below) {
+    attention_kernel(const float* qkv, const float* keys, const float* values,
+                     size_t stride, int C, int D, int n_ctx,
+                     const int* __restrict__ info, float* __restrict__ out,
+                     int early_below) {
   extern __shared__ float sm[];
   float* q = sm;
   float* sc = sm + D;
@@ -1411,7 +1414,7 @@ inline size_t attention_pass_smem(int n_ctx) {
 
 template <bool kObs = false>
 __global__ void __launch_bounds__(kAttnThreads)
-    attention_pass_kernel(const float* __restrict__ qkv, const float* keys,
+    attention_pass_kernel(const float* qkv, const float* keys,
                           const float* values, size_t stride, int C, int D,
                           int n, int n_ctx, const int* __restrict__ info,
                           float* __restrict__ out) {
@@ -2337,8 +2340,8 @@ __global__ void __launch_bounds__(kAsThreads)
 // tree across the lanes. C not a multiple of 16: lane 0 of the half warp
 // sums the row sequentially.
 __global__ void __launch_bounds__(256)
-    logits_kernel(const float* __restrict__ h, const float* __restrict__ wte,
-                  int C, int V, float* __restrict__ logits, int* flag) {
+    logits_kernel(const float* h, const float* __restrict__ wte, int C, int V,
+                  float* __restrict__ logits, int* flag) {
   const int r = threadIdx.x / 16, b = threadIdx.x % 16;
   const int v = blockIdx.x * 16 + r;
   pdl_launch_dependents();
@@ -2478,9 +2481,8 @@ __global__ void __launch_bounds__(128)
 // flags[r] set when one of them is not finite. C a multiple of 64 (lanes
 // of 4k floats); logits_kernel covers the rest, one row at a time.
 __global__ void __launch_bounds__(256)
-    logits_rows_kernel(const float* __restrict__ h,
-                       const float* __restrict__ wte, int n, int C, int V,
-                       float* __restrict__ logits, int* flags) {
+    logits_rows_kernel(const float* h, const float* __restrict__ wte, int n,
+                       int C, int V, float* __restrict__ logits, int* flags) {
   const int r = threadIdx.x / 16, b = threadIdx.x % 16;
   const int v = blockIdx.x * 16 + r;
   const int len = C / 16;

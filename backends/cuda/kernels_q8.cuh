@@ -129,7 +129,7 @@ __device__ __forceinline__ int quantize_groups(const float* d, int K, int8_t* q,
 // t is not finite. Dynamic shared memory: K floats.
 template <bool kLn>
 __global__ void __launch_bounds__(256)
-    quantize_q8_kernel(const float* __restrict__ x, const float* __restrict__ g,
+    quantize_q8_kernel(const float* x, const float* __restrict__ g,
                        const float* __restrict__ gb, int K,
                        int8_t* __restrict__ qx, float* __restrict__ sx,
                        int* __restrict__ bad) {
@@ -199,8 +199,7 @@ __host__ __device__ constexpr size_t q8_matmul_smem(int kP, int K) {
 
 template <int kP, int kEpi>
 __global__ void __launch_bounds__(512)
-    q8_matmul_kernel(const int8_t* __restrict__ qx,
-                     const float* __restrict__ sx, const int* __restrict__ bad,
+    q8_matmul_kernel(const int8_t* qx, const float* sx, const int* bad,
                      const uint8_t* __restrict__ m,
                      const float* __restrict__ bias, int n, int K, int N,
                      float* y, float* kv, size_t kv_row,
@@ -306,7 +305,7 @@ __host__ __device__ constexpr size_t q8_fused_smem(int K) {
 
 template <int kEpi, bool kLn>
 __global__ void __launch_bounds__(512)
-    q8_fused_kernel(const float* __restrict__ x, const float* __restrict__ g,
+    q8_fused_kernel(const float* x, const float* __restrict__ g,
                     const float* __restrict__ gb, const uint8_t* __restrict__ m,
                     const float* __restrict__ bias, int K, int N, float* y,
                     float* kv, size_t kv_row, const int* __restrict__ info,
