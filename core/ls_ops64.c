@@ -699,6 +699,8 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
   }
   /*@ for bounded: assert \forall integer k; 0 <= k < n ==>
         ls_b22_64(y[k]); */
+  /*@ for bounded: assert \forall integer k; 0 <= k < n ==>
+        ls_wb22_64(y, 1, k); */
   double dot = ls_dot64(y, y, n, 1);
   double var = dot / (double)n;
   double r = 1.0 / __builtin_sqrt(var + LS_LN_EPS64);
