@@ -87,6 +87,8 @@
        \is_finite(ls_add64(acc, ls_mul64(a, b))) &&
        \abs(ls_add64(acc, ls_mul64(a, b)) - (acc + ls_mul64(a, b))) <=
          0x1p8;
+     ensures ls_b61_64(acc) && 0 <= acc && ls_b22_64(a) && a == b ==>
+       0 <= ls_mul64(a, b) && 0 <= ls_add64(acc, ls_mul64(a, b));
   @/
   void ls_dot64_step(double acc, double a, double b) {}
 */
@@ -95,6 +97,8 @@
      ensures ls_b61_64(a) && ls_b61_64(b) ==>
        \is_finite(ls_add64(a, b)) &&
        \abs(ls_add64(a, b) - (a + b)) <= 0x1p8;
+     ensures ls_b61_64(a) && ls_b61_64(b) && 0 <= a && 0 <= b ==>
+       0 <= ls_add64(a, b);
   @/
   void ls_dot64_add(double a, double b) {}
 */
@@ -116,6 +120,7 @@
         ls_wb22_64((double*)w, stride, k);
       ensures \is_finite(\result) &&
         \abs(\result) <= n * (0x1p44 + 0x1p9);
+      ensures x == w && stride == 1 ==> 0 <= \result;
 */
 double ls_dot64(const double* x, const double* w, int n, int stride) {
   if (n > 0 && n % 16 == 0) {
@@ -130,6 +135,8 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
         for bounded: loop invariant \forall integer b; 0 <= b < blk ==>
           \is_finite(s[b]) &&
           \abs(s[b]) <= len * 0x1p44 + (2 * len - 1) * 0x1p8;
+        for bounded: loop invariant x == w && stride == 1 ==>
+          \forall integer b; 0 <= b < blk ==> 0 <= s[b];
         loop assigns blk, s[0 .. 15];
         loop variant 16 - blk;
     */
@@ -141,6 +148,7 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
             ls_seq_dot64_l((double*)x, (double*)w, stride, blk * len, k));
           for bounded: loop invariant \is_finite(acc) &&
             \abs(acc) <= (k - blk * len) * (0x1p44 + 0x1p8);
+          for bounded: loop invariant x == w && stride == 1 ==> 0 <= acc;
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
@@ -174,6 +182,8 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
             \abs(s[i]) <= 8 * len * 0x1p44 + (16 * len - 1) * 0x1p8;
         for bounded: loop invariant h == 0 ==> \is_finite(s[0]) &&
           \abs(s[0]) <= 16 * len * 0x1p44 + (32 * len - 1) * 0x1p8;
+        for bounded: loop invariant x == w && stride == 1 ==>
+          \forall integer i; 0 <= i < 16 ==> 0 <= s[i];
         loop assigns h, s[0 .. 7];
         loop variant h;
     */
@@ -204,6 +214,8 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
               \abs(s[j]) <= 16 * len * 0x1p44 + (32 * len - 1) * 0x1p8) &&
             (\forall integer j; i <= j < 2 ==> \is_finite(s[j]) &&
               \abs(s[j]) <= 8 * len * 0x1p44 + (16 * len - 1) * 0x1p8);
+          for bounded: loop invariant x == w && stride == 1 ==>
+            \forall integer j; 0 <= j < 16 ==> 0 <= s[j];
           loop assigns i, s[0 .. h - 1];
           loop variant h - i;
       */
@@ -216,6 +228,7 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
               ls_tree64((double*)x, (double*)w, stride, len, 2, i)); */
         /*@ for order: assert h == 1 ==> ls_same64(ls_add64(s[i], s[i + h]),
               ls_tree64((double*)x, (double*)w, stride, len, 1, i)); */
+        /*@ for bounded: assert ls_b61_64(s[i]) && ls_b61_64(s[i + h]); */
         /*@ ghost ls_dot64_add(s[i], s[i + h]); */
         s[i] = s[i] + s[i + h];
       }
@@ -228,6 +241,7 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
         ls_same64(acc, ls_seq_dot64_l((double*)x, (double*)w, stride, 0, k));
       for bounded: loop invariant \is_finite(acc) &&
         \abs(acc) <= k * (0x1p44 + 0x1p8);
+      for bounded: loop invariant x == w && stride == 1 ==> 0 <= acc;
       loop assigns k, acc;
       loop variant n - k;
   */
@@ -501,6 +515,8 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
        \abs(s / d) <= 0x1p44 + 0x1p9 ==>
        \is_finite(ls_div64(s, d)) &&
        \abs(ls_div64(s, d)) <= 0x1p44 + 0x1p9;
+     ensures ls_b61_64(s) && \is_finite(d) && 1 <= d <= 0x1p16 && 0 <= s ==>
+       0 <= ls_div64(s, d);
   @/
   void ls_vdiv64_err(double s, double d) {}
 */
@@ -510,6 +526,9 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
        \abs(dot) <= n * (0x1p44 + 0x1p9) ==>
        \is_finite(ls_div64(dot, (double)n)) &&
        \abs(ls_div64(dot, (double)n)) <= 0x1p44 + 0x1p9;
+     ensures 1 <= n <= 65536 && \is_finite(dot) &&
+       \abs(dot) <= n * (0x1p44 + 0x1p9) && 0 <= dot ==>
+       0 <= ls_div64(dot, (double)n);
   @/
   void ls_ln64_var(double dot, int n) {
     ls_i2d64(n);
@@ -527,6 +546,8 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
      ensures \is_finite(v) && \abs(v) <= 0x1p44 + 0x1p9 ==>
        \is_finite(ls_add64(v, (double)0x1.4f8b588e368f1p-17)) &&
        \abs(ls_add64(v, (double)0x1.4f8b588e368f1p-17)) <= 0x1p44 + 0x1p9;
+     ensures \is_finite(v) && 0 <= v <= 0x1p44 + 0x1p9 ==>
+       0x1p-17 <= ls_add64(v, (double)0x1.4f8b588e368f1p-17);
   @/
   void ls_veps64(double v) {}
 */
@@ -720,6 +741,8 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
         \is_finite(ls_add64(var, (double)0x1.4f8b588e368f1p-17)) &&
         \abs(ls_add64(var, (double)0x1.4f8b588e368f1p-17)) <=
           0x1p44 + 0x1p9; */
+  /*@ for bounded: assert ls_ln64_vpos:
+        0x1p-17 <= ls_add64(var, (double)0x1.4f8b588e368f1p-17); */
 }
 
 /* p may be s itself (the tiny model normalises its scores in place). */
