@@ -69,11 +69,58 @@
                            : ls_same64(r, ls_seq_dot64(x, w, stride, 0, n));
 */
 
+/* Finiteness and magnitude under input bounds (docs/proofs.md), as for
+ * ls_sum64 below: ghost step lemmas whose ensures the Gappa scripts
+ * proofs/gappa/dot64_step.g (a product and its addition to the running
+ * sum) and proofs/gappa/dot64_add.g (a tree node) prove. */
+/*@ predicate ls_b22_64(double a) = \is_finite(a) && \abs(a) <= 0x1p22; */
+/*@ predicate ls_b61_64(double a) = \is_finite(a) && \abs(a) <= 0x1p61; */
+/* w's term k as a predicate of k, so that the provers instantiate the
+ * assumption at the access by matching it (as ls_cell_rd below). */
+/*@ predicate ls_wb22_64{L}(double* w, integer stride, integer k) =
+      ls_b22_64(w[k * stride]);
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures ls_b61_64(acc) && ls_b22_64(a) && ls_b22_64(b) ==>
+       \is_finite(ls_mul64(a, b)) && \abs(ls_mul64(a, b)) <= 0x1p44 &&
+       \is_finite(ls_add64(acc, ls_mul64(a, b))) &&
+       \abs(ls_add64(acc, ls_mul64(a, b)) - (acc + ls_mul64(a, b))) <=
+         0x1p8;
+     ensures ls_b61_64(acc) && 0 <= acc && ls_b22_64(a) && a == b ==>
+       0 <= ls_mul64(a, b) && 0 <= ls_add64(acc, ls_mul64(a, b));
+  @/
+  void ls_dot64_step(double acc, double a, double b) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures ls_b61_64(a) && ls_b61_64(b) ==>
+       \is_finite(ls_add64(a, b)) &&
+       \abs(ls_add64(a, b) - (a + b)) <= 0x1p8;
+     ensures ls_b61_64(a) && ls_b61_64(b) && 0 <= a && 0 <= b ==>
+       0 <= ls_add64(a, b);
+  @/
+  void ls_dot64_add(double a, double b) {}
+*/
+
+/* Behavior bounded: for 0 <= n <= 2^16 finite terms of magnitude at most
+ * 2^22 on both sides, every product is at most 2^44 and every partial sum
+ * is finite, with |block or tree node of c products| <= c 2^44 + (2c - 1)
+ * 2^8 (each addition adds at most 2^8 of rounding error), so |result| <=
+ * n (2^44 + 2^9). */
 /*@ requires \valid_read(x + (0 .. n - 1));
     requires \forall integer k; 0 <= k < n ==> \valid_read(w + k * stride);
     assigns \nothing;
     behavior order:
       ensures ls_dot64_spec((double*)x, (double*)w, n, stride, \result);
+    behavior bounded:
+      assumes 0 <= n <= 65536;
+      assumes \forall integer k; 0 <= k < n ==> ls_b22_64(x[k]);
+      assumes \forall integer k; 0 <= k < n ==>
+        ls_wb22_64((double*)w, stride, k);
+      ensures \is_finite(\result) &&
+        \abs(\result) <= n * (0x1p44 + 0x1p9);
+      ensures x == w && stride == 1 ==> 0 <= \result;
 */
 double ls_dot64(const double* x, const double* w, int n, int stride) {
   if (n > 0 && n % 16 == 0) {
@@ -85,6 +132,11 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
     /*@ loop invariant 0 <= blk <= 16;
         for order: loop invariant \forall integer b; 0 <= b < blk ==>
           ls_same64(s[b], ls_blk64((double*)x, (double*)w, stride, len, b));
+        for bounded: loop invariant \forall integer b; 0 <= b < blk ==>
+          \is_finite(s[b]) &&
+          \abs(s[b]) <= len * 0x1p44 + (2 * len - 1) * 0x1p8;
+        for bounded: loop invariant x == w && stride == 1 ==>
+          \forall integer b; 0 <= b < blk ==> 0 <= s[b];
         loop assigns blk, s[0 .. 15];
         loop variant 16 - blk;
     */
@@ -94,11 +146,18 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
           for order: loop invariant ls_same64(acc,
             ls_seq_dot64_l((double*)x, (double*)w, stride, blk * len, k));
+          for bounded: loop invariant \is_finite(acc) &&
+            \abs(acc) <= (k - blk * len) * (0x1p44 + 0x1p8);
+          for bounded: loop invariant x == w && stride == 1 ==> 0 <= acc;
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
       for (int k = blk * len; k < (blk + 1) * len; ++k) {
         /*@ assert \valid_read(w + k * stride); */
+        /*@ for bounded: assert ls_b61_64(acc); */
+        /*@ for bounded: assert ls_b22_64(x[k]) &&
+              ls_wb22_64((double*)w, stride, k); */
+        /*@ ghost ls_dot64_step(acc, x[k], w[(long)k * stride]); */
         acc = acc + x[k] * w[(long)k * stride];
       }
       s[blk] = acc;
@@ -109,6 +168,22 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
             ls_tree64((double*)x, (double*)w, stride, len, 2 * h, i));
         for order: loop invariant h == 0 ==> ls_same64(s[0],
             ls_tree64((double*)x, (double*)w, stride, len, 1, 0));
+        for bounded: loop invariant h == 8 ==> \forall integer i;
+          0 <= i < 16 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= len * 0x1p44 + (2 * len - 1) * 0x1p8;
+        for bounded: loop invariant h == 4 ==> \forall integer i;
+          0 <= i < 8 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 2 * len * 0x1p44 + (4 * len - 1) * 0x1p8;
+        for bounded: loop invariant h == 2 ==> \forall integer i;
+          0 <= i < 4 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 4 * len * 0x1p44 + (8 * len - 1) * 0x1p8;
+        for bounded: loop invariant h == 1 ==> \forall integer i;
+          0 <= i < 2 ==> \is_finite(s[i]) &&
+            \abs(s[i]) <= 8 * len * 0x1p44 + (16 * len - 1) * 0x1p8;
+        for bounded: loop invariant h == 0 ==> \is_finite(s[0]) &&
+          \abs(s[0]) <= 16 * len * 0x1p44 + (32 * len - 1) * 0x1p8;
+        for bounded: loop invariant x == w && stride == 1 ==>
+          \forall integer i; 0 <= i < 16 ==> 0 <= s[i];
         loop assigns h, s[0 .. 7];
         loop variant h;
     */
@@ -119,10 +194,32 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
               ls_tree64((double*)x, (double*)w, stride, len, h, j));
           for order: loop invariant \forall integer j; i <= j < 16 ==>
             ls_same64(s[j], \at(s[j], LoopEntry));
+          for bounded: loop invariant h == 8 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 2 * len * 0x1p44 + (4 * len - 1) * 0x1p8) &&
+            (\forall integer j; i <= j < 16 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= len * 0x1p44 + (2 * len - 1) * 0x1p8);
+          for bounded: loop invariant h == 4 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 4 * len * 0x1p44 + (8 * len - 1) * 0x1p8) &&
+            (\forall integer j; i <= j < 8 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 2 * len * 0x1p44 + (4 * len - 1) * 0x1p8);
+          for bounded: loop invariant h == 2 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 8 * len * 0x1p44 + (16 * len - 1) * 0x1p8) &&
+            (\forall integer j; i <= j < 4 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 4 * len * 0x1p44 + (8 * len - 1) * 0x1p8);
+          for bounded: loop invariant h == 1 ==> (\forall integer j;
+            0 <= j < i ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 16 * len * 0x1p44 + (32 * len - 1) * 0x1p8) &&
+            (\forall integer j; i <= j < 2 ==> \is_finite(s[j]) &&
+              \abs(s[j]) <= 8 * len * 0x1p44 + (16 * len - 1) * 0x1p8);
+          for bounded: loop invariant x == w && stride == 1 ==>
+            \forall integer j; 0 <= j < 16 ==> 0 <= s[j];
           loop assigns i, s[0 .. h - 1];
           loop variant h - i;
       */
-      for (int i = 0; i < h; ++i)
+      for (int i = 0; i < h; ++i) {
         /*@ for order: assert h == 8 ==> ls_same64(ls_add64(s[i], s[i + h]),
               ls_tree64((double*)x, (double*)w, stride, len, 8, i)); */
         /*@ for order: assert h == 4 ==> ls_same64(ls_add64(s[i], s[i + h]),
@@ -131,7 +228,10 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
               ls_tree64((double*)x, (double*)w, stride, len, 2, i)); */
         /*@ for order: assert h == 1 ==> ls_same64(ls_add64(s[i], s[i + h]),
               ls_tree64((double*)x, (double*)w, stride, len, 1, i)); */
+        /*@ for bounded: assert ls_b61_64(s[i]) && ls_b61_64(s[i + h]); */
+        /*@ ghost ls_dot64_add(s[i], s[i + h]); */
         s[i] = s[i] + s[i + h];
+      }
     }
     return s[0];
   }
@@ -139,11 +239,20 @@ double ls_dot64(const double* x, const double* w, int n, int stride) {
   /*@ loop invariant 0 <= k <= (n < 0 ? 0 : n);
       for order: loop invariant
         ls_same64(acc, ls_seq_dot64_l((double*)x, (double*)w, stride, 0, k));
+      for bounded: loop invariant \is_finite(acc) &&
+        \abs(acc) <= k * (0x1p44 + 0x1p8);
+      for bounded: loop invariant x == w && stride == 1 ==> 0 <= acc;
       loop assigns k, acc;
       loop variant n - k;
   */
-  for (int k = 0; k < n; ++k) /*@ assert \valid_read(w + k * stride); */
+  for (int k = 0; k < n; ++k) {
+    /*@ assert \valid_read(w + k * stride); */
+    /*@ for bounded: assert ls_b61_64(acc); */
+    /*@ for bounded: assert ls_b22_64(x[k]) &&
+          ls_wb22_64((double*)w, stride, k); */
+    /*@ ghost ls_dot64_step(acc, x[k], w[(long)k * stride]); */
     acc = acc + x[k] * w[(long)k * stride];
+  }
   return acc;
 }
 
@@ -388,6 +497,60 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
     ls_sub64_err(xk, sum / (double)n);
   }
 */
+/* LayerNorm's variance dot / n, for a dot product bounded as ls_dot64's
+ * behavior bounded ensures (the deviations are below 2^22), and var + eps,
+ * the square root's operand: the same pattern as the mean (a quotient
+ * lemma in real arithmetic, nia/ls_vquot_le64.smt2, and a rounding lemma,
+ * gappa/ln64_vdiv.g; gappa/ln64_veps.g for the sum with eps). */
+/*@ ghost
+  /@ assigns \nothing;
+     ensures 1 <= d && \abs(s) <= d * (0x1p44 + 0x1p9) ==>
+       \abs(s / d) <= 0x1p44 + 0x1p9;
+  @/
+  void ls_vquot_le64(double s, double d) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures ls_b61_64(s) && \is_finite(d) && 1 <= d <= 0x1p16 &&
+       \abs(s / d) <= 0x1p44 + 0x1p9 ==>
+       \is_finite(ls_div64(s, d)) &&
+       \abs(ls_div64(s, d)) <= 0x1p44 + 0x1p9;
+     ensures ls_b61_64(s) && \is_finite(d) && 1 <= d <= 0x1p16 && 0 <= s ==>
+       0 <= ls_div64(s, d);
+  @/
+  void ls_vdiv64_err(double s, double d) {}
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures 1 <= n <= 65536 && \is_finite(dot) &&
+       \abs(dot) <= n * (0x1p44 + 0x1p9) ==>
+       \is_finite(ls_div64(dot, (double)n)) &&
+       \abs(ls_div64(dot, (double)n)) <= 0x1p44 + 0x1p9;
+     ensures 1 <= n <= 65536 && \is_finite(dot) &&
+       \abs(dot) <= n * (0x1p44 + 0x1p9) && 0 <= dot ==>
+       0 <= ls_div64(dot, (double)n);
+  @/
+  void ls_ln64_var(double dot, int n) {
+    ls_i2d64(n);
+    ls_vquot_le64(dot, (double)n);
+    /@ assert 1 <= n <= 65536 && \is_finite(dot) &&
+         \abs(dot) <= n * (0x1p44 + 0x1p9) ==>
+         ls_b61_64(dot) && \is_finite((double)n) &&
+         1 <= (double)n <= 0x1p16 &&
+         \abs(dot / (double)n) <= 0x1p44 + 0x1p9; @/
+    ls_vdiv64_err(dot, (double)n);
+  }
+*/
+/*@ ghost
+  /@ assigns \nothing;
+     ensures \is_finite(v) && \abs(v) <= 0x1p44 + 0x1p9 ==>
+       \is_finite(ls_add64(v, (double)0x1.4f8b588e368f1p-17)) &&
+       \abs(ls_add64(v, (double)0x1.4f8b588e368f1p-17)) <= 0x1p44 + 0x1p9;
+     ensures \is_finite(v) && 0 <= v <= 0x1p44 + 0x1p9 ==>
+       0x1p-17 <= ls_add64(v, (double)0x1.4f8b588e368f1p-17);
+  @/
+  void ls_veps64(double v) {}
+*/
 
 /* Behavior bounded: for 0 <= n <= 2^16 finite terms of magnitude at most
  * 2^20, every partial sum is finite, with |block or tree node of c terms|
@@ -555,7 +718,12 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
     /*@ ghost ls_ln64_dev(xk, sum, n); */
     /*@ for bounded: assert ls_dev64_ok(y[k]); */
   }
-  double var = ls_dot64(y, y, n, 1) / (double)n;
+  /*@ for bounded: assert \forall integer k; 0 <= k < n ==>
+        ls_b22_64(y[k]); */
+  /*@ for bounded: assert \forall integer k; 0 <= k < n ==>
+        ls_wb22_64(y, 1, k); */
+  double dot = ls_dot64(y, y, n, 1);
+  double var = dot / (double)n;
   double r = 1.0 / __builtin_sqrt(var + LS_LN_EPS64);
   /*@ loop invariant 0 <= k <= n;
       loop assigns k, y[0 .. n - 1];
@@ -565,6 +733,16 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
   /*@ ghost ls_ln64_mean(sum, n); */
   /*@ for bounded: assert ls_ln64_mean:
         \is_finite(mean) && \abs(mean) <= 0x1p20 + 0x1p-14; */
+  /*@ ghost ls_ln64_var(dot, n); */
+  /*@ for bounded: assert ls_ln64_var:
+        \is_finite(var) && \abs(var) <= 0x1p44 + 0x1p9; */
+  /*@ ghost ls_veps64(var); */
+  /*@ for bounded: assert ls_ln64_veps:
+        \is_finite(ls_add64(var, (double)0x1.4f8b588e368f1p-17)) &&
+        \abs(ls_add64(var, (double)0x1.4f8b588e368f1p-17)) <=
+          0x1p44 + 0x1p9; */
+  /*@ for bounded: assert ls_ln64_vpos:
+        0x1p-17 <= ls_add64(var, (double)0x1.4f8b588e368f1p-17); */
 }
 
 /* ACSL (docs/proofs.md): §2.4's order as logic. ls_smax64(s, j) is step
