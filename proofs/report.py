@@ -9,6 +9,12 @@ import sys
 
 GOAL = re.compile(r"^\[wp\] \[([^\]]+)\] Goal (\S+)(?: : (\S+))?")
 DETAIL = re.compile(r"^\s+(\S.*?): (.*)$")
+# WP's smoke tests (run.sh --smoke): "Passed" means the prover could NOT
+# prove false there (the preconditions, the loop invariants or the code
+# point are consistent/reachable); "Failed" means false was proved: dead
+# code or contradictory assumptions, which would make every goal behind
+# them vacuous.
+SMOKE = re.compile(r"^\[wp\] \[([^\]]+)\] Smoke-test (\S+)")
 
 
 def short(goal):
@@ -39,14 +45,24 @@ def goal_class(goal):
     return "other"
 
 
-def parse_log(path, fct):
+def parse_log(path, fct, smoke):
     goals = {}
     last = None
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
+            s = SMOKE.match(line)
+            if s:
+                smoke[short(s.group(2))] = s.group(1)
+                last = None
+                continue
             m = GOAL.match(line)
             if m:
                 tag, name, status = m.group(1), short(m.group(2)), m.group(3)
+                if "_wp_smoke_" in name:
+                    # Reported by its Smoke-test line; its name carries
+                    # statement ids, so it is not listed in expected.txt.
+                    last = None
+                    continue
                 # A function's goals are named after it (WP's naming);
                 # lemmas are named lemma_<name>.
                 if status == "Valid":
@@ -99,13 +115,25 @@ def main():
     rows = []
     out_lines = []
     classes = {}
+    smoke_on = os.environ.get("LS_SMOKE", "0") != "0"
+    smoke_rows = []
     for fct in fcts:
-        seen = parse_log(os.path.join(work, fct + ".log"), fct)
+        smoke = {}
+        seen = parse_log(os.path.join(work, fct + ".log"), fct, smoke)
         exp = expected.get(fct, {})
         n_proved = 0
         n_expected_open = 0
         n_fail = 0
         print(f"== {fct}")
+        if smoke_on:
+            bad = sorted(n for n, t in smoke.items() if t == "Failed")
+            for n in sorted(smoke):
+                print(f"  smoke     {smoke[n]:<12} {n}")
+            for n in bad:
+                failures.append(f"{fct} {n}: smoke test failed (false is"
+                                f" provable there: dead code or"
+                                f" contradictory assumptions)")
+            smoke_rows.append((fct, len(smoke) - len(bad), len(smoke)))
         for goal in sorted(seen):
             status, info = seen[goal]
             e = exp.get(goal)
@@ -167,6 +195,15 @@ def main():
     print(f"{'total':<28} {tp:>7} {tg:>6} {to:>5} {tf:>5}")
     print("(open: not proved, and listed as such in proofs/expected.txt with"
           " the reason)")
+    if smoke_on:
+        print()
+        print(f"{'function':<28} {'smoke ok':>9} {'smoke':>6}")
+        for fct, ok, n in smoke_rows:
+            print(f"{fct:<28} {ok:>9} {n:>6}")
+        print(f"{'total':<28} {sum(r[1] for r in smoke_rows):>9}"
+              f" {sum(r[2] for r in smoke_rows):>6}")
+        print("(smoke ok: the prover could not prove false at that"
+              " precondition set, invariant or statement)")
     print()
     print(f"{'goal class':<30} {'goals':>6} {'in WP':>6} {'external':>9}")
     for name in sorted(classes):

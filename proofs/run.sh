@@ -7,6 +7,12 @@
 #   options: --timeout S (per goal and prover, wall clock; default 30)
 #            --jobs N (provers in parallel; default 2)
 #            --write-expected FILE (write the statuses seen, for review)
+#            --smoke (also WP's smoke tests: each precondition set, loop
+#              invariant set and statement must NOT be provable false;
+#              a smoke test that is proved means dead code or an
+#              inconsistent contract, and fails the run)
+#            --smoke-timeout S (per smoke test and prover; default 5: a
+#              consistent one runs until the limit, so this sets the cost)
 #
 # Each function is proved by its own frama-c run: -wp-rte (runtime-error
 # guards), the float model (IEEE binary32/64), z3 then cvc5 on every goal
@@ -22,6 +28,8 @@ timeout=30
 jobs=2
 mode=all
 write_expected=""
+smoke=()
+smoke_timeout=5
 fcts=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,12 +37,15 @@ while [ $# -gt 0 ]; do
     --timeout) timeout="$2"; shift ;;
     --jobs) jobs="$2"; shift ;;
     --write-expected) write_expected="$2"; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --smoke) smoke=(-wp-smoke-tests) ;;
+    --smoke-timeout) smoke_timeout="$2"; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) fcts+=("$1") ;;
   esac
   shift
 done
+[ ${#smoke[@]} -eq 0 ] || smoke+=(-wp-smoke-timeout "$smoke_timeout")
 
 for tool in frama-c why3 z3 cvc5 gappa python3; do
   command -v "$tool" >/dev/null || {
@@ -112,7 +123,7 @@ for f in "${fcts[@]}"; do
     -warn-special-float none -warn-signed-downcast \
     -wp -wp-rte -wp-driver "$here/lockstep.driver" -wp-model Typed+float \
     -wp-prover z3,cvc5 -wp-timeout "$timeout" -wp-par "$jobs" \
-    -wp-no-warn-memory-model "${sel[@]}" >"$log" 2>&1 || {
+    -wp-no-warn-memory-model "${smoke[@]}" "${sel[@]}" >"$log" 2>&1 || {
     echo "run.sh: frama-c failed on $f:" >&2
     tail -20 "$log" >&2
     exit 2
@@ -139,5 +150,5 @@ for g in "$here"/gappa/*.g; do
 done
 echo "time: $(($(date +%s) - start)) s (timeout $timeout s per goal, $jobs jobs)"
 
-python3 "$here/report.py" "$expected" "$work" "$mode" "$write_expected" \
-  "${fcts[@]}"
+LS_SMOKE=${#smoke[@]} python3 "$here/report.py" "$expected" "$work" "$mode" \
+  "$write_expected" "${fcts[@]}"
