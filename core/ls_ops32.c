@@ -337,6 +337,45 @@ void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
   }
 }
 
+/* ACSL (docs/proofs.md): LayerNorm's sum (§2.3 step 1) in binary32 as
+ * logic: §2.1's order over x[k] in place of x[k] * w[k], as ls_sum64 in
+ * ls_ops64.c. ls_seq_sum32 is the sequential sum from +0.0 of x[lo ..
+ * hi-1], in the "fuel" form of ls_ops64.c's LsDot64 (ls_seq_sum32_l the
+ * same sum; the step relates seq(lo, k + 1) to seq_l(lo, k) only when both
+ * terms are in the goal, so no instance unrolls a sum); ls_sblk32 block b's
+ * sum, ls_ss8_32 .. ls_ss2_32 the halving tree's levels over the blocks,
+ * ls_sum32_tree its root. */
+/*@ axiomatic LsSum32 {
+      logic float ls_seq_sum32{L}(float* x, integer lo, integer hi)
+        reads x[lo .. hi - 1];
+      logic float ls_seq_sum32_l{L}(float* x, integer lo, integer hi)
+        reads x[lo .. hi - 1];
+      axiom ls_seq_sum32_lim{L}: \forall float* x, integer lo, hi;
+        ls_same32(ls_seq_sum32(x, lo, hi),
+                  (TRIGGER: ls_seq_sum32_l(x, lo, hi)));
+      axiom ls_seq_sum32_empty{L}: \forall float* x, integer lo, hi;
+        hi <= lo ==>
+          ls_same32((TRIGGER: ls_seq_sum32_l(x, lo, hi)), (float)0.0);
+      axiom ls_seq_sum32_step{L}: \forall float* x, integer lo, k, hi;
+        lo <= k && hi == k + 1 ==>
+          ls_same32((TRIGGER: ls_seq_sum32(x, lo, hi)),
+                    ls_add32((TRIGGER: ls_seq_sum32_l(x, lo, k)), x[k]));
+    }
+    logic float ls_sblk32{L}(float* x, integer len, integer b) =
+      ls_seq_sum32(x, b * len, (b + 1) * len);
+    logic float ls_ss8_32{L}(float* x, integer len, integer i) =
+      ls_add32(ls_sblk32(x, len, i), ls_sblk32(x, len, i + 8));
+    logic float ls_ss4_32{L}(float* x, integer len, integer i) =
+      ls_add32(ls_ss8_32(x, len, i), ls_ss8_32(x, len, i + 4));
+    logic float ls_ss2_32{L}(float* x, integer len, integer i) =
+      ls_add32(ls_ss4_32(x, len, i), ls_ss4_32(x, len, i + 2));
+    logic float ls_sum32_tree{L}(float* x, integer len) =
+      ls_add32(ls_ss2_32(x, len, 0), ls_ss2_32(x, len, 1));
+    predicate ls_sum32_spec{L}(float* x, integer n, float r) =
+      n > 0 && n % 16 == 0 ? ls_same32(r, ls_sum32_tree(x, n / 16))
+                           : ls_same32(r, ls_seq_sum32(x, 0, n));
+*/
+
 /*@ requires n >= 1;
     requires \valid_read(x + (0 .. n - 1));
     requires \valid_read(g + (0 .. n - 1));
@@ -354,6 +393,8 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
     const int len = n / 16;
     /*@ assert n == 16 * len; */
     /*@ loop invariant 0 <= blk <= 16;
+        loop invariant \forall integer b; 0 <= b < blk ==>
+          ls_same32(s[b], ls_sblk32{Pre}((float*)x, len, b));
         loop assigns blk, s[0 .. 15];
         loop variant 16 - blk;
     */
@@ -361,21 +402,36 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
       float acc = 0.0f;
       /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
+          loop invariant ls_same32(acc,
+            ls_seq_sum32_l{Pre}((float*)x, blk * len, k));
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
-      for (int k = blk * len; k < (blk + 1) * len; ++k) acc = acc + x[k];
+      for (int k = blk * len; k < (blk + 1) * len; ++k) {
+        /*@ assert \let i = k; ls_same32(x[i], \at(x[i], Pre)); */
+        acc = acc + x[k];
+      }
       s[blk] = acc;
     }
+    /*@ assert \forall integer i; 0 <= i < 8 ==> ls_same32(
+          ls_t8_32(&s[0], i), ls_ss8_32{Pre}((float*)x, len, i)); */
+    /*@ assert \forall integer i; 0 <= i < 4 ==> ls_same32(
+          ls_t4_32(&s[0], i), ls_ss4_32{Pre}((float*)x, len, i)); */
+    /*@ assert \forall integer i; 0 <= i < 2 ==> ls_same32(
+          ls_t2_32(&s[0], i), ls_ss2_32{Pre}((float*)x, len, i)); */
+    /*@ assert ls_same32(ls_tree16_of(&s[0]),
+          ls_sum32_tree{Pre}((float*)x, len)); */
     sum = ls_tree16(s);
   } else {
     sum = 0.0f;
     /*@ loop invariant 0 <= k <= n;
+        loop invariant ls_same32(sum, ls_seq_sum32_l{Pre}((float*)x, 0, k));
         loop assigns k, sum;
         loop variant n - k;
     */
     for (int k = 0; k < n; ++k) sum = sum + x[k];
   }
+  /*@ assert ln_sum: ls_sum32_spec{Pre}((float*)x, n, sum); */
   const float mean = sum / (float)n;
   /*@ loop invariant 0 <= k <= n;
       loop assigns k, y[0 .. n - 1];
