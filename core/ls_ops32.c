@@ -7,6 +7,28 @@
 
 #define LS_LN_EPS32 0x1.4f8b58p-17f
 
+/* TEMPORARY until ls_arith.h states exp32's value; lead removes at merge.
+ * The binary32 IEEE -, / and < as logic symbols (proofs/lockstep.driver
+ * binds them to WP's sub_f32, div_f32 and lt_f32, as ls_sub64 .. for
+ * binary64), ls_exp32_f for §3.1's exp in binary32 (a symbol with no
+ * axiom), and a repeated prototype of ls_exp32 whose contract ADMITS (does
+ * not prove) that it returns ls_exp32_f(x): softmax32's order below rests
+ * on it (docs/proofs.md, "What is assumed"). */
+/*@ axiomatic LsIeee32Tmp {
+      logic float ls_sub32(float a, float b);
+      logic float ls_div32(float a, float b);
+      predicate ls_lt32(float a, float b);
+    }
+    axiomatic LsExp32Tmp {
+      logic float ls_exp32_f(float x);
+    }
+*/
+/*@ assigns \nothing;
+    admit ensures ls_exp32_value: ls_same32(\result, ls_exp32_f(x));
+*/
+float ls_exp32(float x);
+/* End of the TEMPORARY block. */
+
 /* ACSL (docs/proofs.md): §2.1's order in binary32 as logic, as in
  * ls_ops64.c: ls_seq_dot32 the sequential sum of [lo, hi) from +0.0,
  * ls_blk32 block b's sum, ls_dot32_tree the halving tree over the 16
@@ -315,6 +337,45 @@ void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
   }
 }
 
+/* ACSL (docs/proofs.md): LayerNorm's sum (§2.3 step 1) in binary32 as
+ * logic: §2.1's order over x[k] in place of x[k] * w[k], as ls_sum64 in
+ * ls_ops64.c. ls_seq_sum32 is the sequential sum from +0.0 of x[lo ..
+ * hi-1], in the "fuel" form of ls_ops64.c's LsDot64 (ls_seq_sum32_l the
+ * same sum; the step relates seq(lo, k + 1) to seq_l(lo, k) only when both
+ * terms are in the goal, so no instance unrolls a sum); ls_sblk32 block b's
+ * sum, ls_ss8_32 .. ls_ss2_32 the halving tree's levels over the blocks,
+ * ls_sum32_tree its root. */
+/*@ axiomatic LsSum32 {
+      logic float ls_seq_sum32{L}(float* x, integer lo, integer hi)
+        reads x[lo .. hi - 1];
+      logic float ls_seq_sum32_l{L}(float* x, integer lo, integer hi)
+        reads x[lo .. hi - 1];
+      axiom ls_seq_sum32_lim{L}: \forall float* x, integer lo, hi;
+        ls_same32(ls_seq_sum32(x, lo, hi),
+                  (TRIGGER: ls_seq_sum32_l(x, lo, hi)));
+      axiom ls_seq_sum32_empty{L}: \forall float* x, integer lo, hi;
+        hi <= lo ==>
+          ls_same32((TRIGGER: ls_seq_sum32_l(x, lo, hi)), (float)0.0);
+      axiom ls_seq_sum32_step{L}: \forall float* x, integer lo, k, hi;
+        lo <= k && hi == k + 1 ==>
+          ls_same32((TRIGGER: ls_seq_sum32(x, lo, hi)),
+                    ls_add32((TRIGGER: ls_seq_sum32_l(x, lo, k)), x[k]));
+    }
+    logic float ls_sblk32{L}(float* x, integer len, integer b) =
+      ls_seq_sum32(x, b * len, (b + 1) * len);
+    logic float ls_ss8_32{L}(float* x, integer len, integer i) =
+      ls_add32(ls_sblk32(x, len, i), ls_sblk32(x, len, i + 8));
+    logic float ls_ss4_32{L}(float* x, integer len, integer i) =
+      ls_add32(ls_ss8_32(x, len, i), ls_ss8_32(x, len, i + 4));
+    logic float ls_ss2_32{L}(float* x, integer len, integer i) =
+      ls_add32(ls_ss4_32(x, len, i), ls_ss4_32(x, len, i + 2));
+    logic float ls_sum32_tree{L}(float* x, integer len) =
+      ls_add32(ls_ss2_32(x, len, 0), ls_ss2_32(x, len, 1));
+    predicate ls_sum32_spec{L}(float* x, integer n, float r) =
+      n > 0 && n % 16 == 0 ? ls_same32(r, ls_sum32_tree(x, n / 16))
+                           : ls_same32(r, ls_seq_sum32(x, 0, n));
+*/
+
 /*@ requires n >= 1;
     requires \valid_read(x + (0 .. n - 1));
     requires \valid_read(g + (0 .. n - 1));
@@ -332,6 +393,8 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
     const int len = n / 16;
     /*@ assert n == 16 * len; */
     /*@ loop invariant 0 <= blk <= 16;
+        loop invariant \forall integer b; 0 <= b < blk ==>
+          ls_same32(s[b], ls_sblk32{Pre}((float*)x, len, b));
         loop assigns blk, s[0 .. 15];
         loop variant 16 - blk;
     */
@@ -339,21 +402,36 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
       float acc = 0.0f;
       /*@ assert 0 <= blk * len && (blk + 1) * len <= n; */
       /*@ loop invariant blk * len <= k <= (blk + 1) * len;
+          loop invariant ls_same32(acc,
+            ls_seq_sum32_l{Pre}((float*)x, blk * len, k));
           loop assigns k, acc;
           loop variant (blk + 1) * len - k;
       */
-      for (int k = blk * len; k < (blk + 1) * len; ++k) acc = acc + x[k];
+      for (int k = blk * len; k < (blk + 1) * len; ++k) {
+        /*@ assert \let i = k; ls_same32(x[i], \at(x[i], Pre)); */
+        acc = acc + x[k];
+      }
       s[blk] = acc;
     }
+    /*@ assert \forall integer i; 0 <= i < 8 ==> ls_same32(
+          ls_t8_32(&s[0], i), ls_ss8_32{Pre}((float*)x, len, i)); */
+    /*@ assert \forall integer i; 0 <= i < 4 ==> ls_same32(
+          ls_t4_32(&s[0], i), ls_ss4_32{Pre}((float*)x, len, i)); */
+    /*@ assert \forall integer i; 0 <= i < 2 ==> ls_same32(
+          ls_t2_32(&s[0], i), ls_ss2_32{Pre}((float*)x, len, i)); */
+    /*@ assert ls_same32(ls_tree16_of(&s[0]),
+          ls_sum32_tree{Pre}((float*)x, len)); */
     sum = ls_tree16(s);
   } else {
     sum = 0.0f;
     /*@ loop invariant 0 <= k <= n;
+        loop invariant ls_same32(sum, ls_seq_sum32_l{Pre}((float*)x, 0, k));
         loop assigns k, sum;
         loop variant n - k;
     */
     for (int k = 0; k < n; ++k) sum = sum + x[k];
   }
+  /*@ assert ln_sum: ls_sum32_spec{Pre}((float*)x, n, sum); */
   const float mean = sum / (float)n;
   /*@ loop invariant 0 <= k <= n;
       loop assigns k, y[0 .. n - 1];
@@ -369,28 +447,89 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
   for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
 }
 
+/* ACSL (docs/proofs.md): §2.4's order in binary32 as logic, as
+ * LsSoftmax64 in ls_ops64.c: ls_smax32(s, j) is step 1's m once it has seen
+ * s[0 .. j-1] (m = s[0], then m = s[i] > m ? s[i] : m, IEEE's comparison,
+ * false for a NaN); ls_sm_e32(s, m, k) is e[k] = exp(s[k] - m), exp being
+ * ls_exp32_f; ls_ssum32(s, m, j) the sequential sum from +0.0 of e[0 ..
+ * j-1]; ls_softmax32_p(s, n, j) step 3's p[j] = e[j] / S. The steps are in
+ * "fuel" form (ls_smax32_l, ls_ssum32_l), every axiom has its triggers
+ * named, and the contract reads s at Pre. */
+/*@ axiomatic LsSoftmax32 {
+      logic float ls_sm_e32{L}(float* s, float m, integer k) reads s[k];
+      axiom ls_sm_e32_def{L}: \forall float* s, float m, integer k, float x;
+        ls_same32(x, ls_sub32(s[k], m)) ==>
+          ls_same32((TRIGGER: ls_sm_e32(s, m, k)), (TRIGGER: ls_exp32_f(x)));
+      logic float ls_smax32{L}(float* s, integer j) reads s[0 .. j - 1];
+      logic float ls_smax32_l{L}(float* s, integer j) reads s[0 .. j - 1];
+      axiom ls_smax32_lim{L}: \forall float* s, integer j;
+        ls_same32((TRIGGER: ls_smax32(s, j)), ls_smax32_l(s, j));
+      axiom ls_smax32_first{L}: \forall float* s;
+        ls_same32((TRIGGER: ls_smax32(s, 1)), s[0]);
+      axiom ls_smax32_step{L}: \forall float* s, integer k, j;
+        k >= 1 && j == k + 1 ==>
+          (ls_lt32((TRIGGER: ls_smax32_l(s, k)), s[k]) ==>
+             ls_same32((TRIGGER: ls_smax32(s, j)), s[k])) &&
+          (!ls_lt32(ls_smax32_l(s, k), s[k]) ==>
+             ls_same32(ls_smax32(s, j), ls_smax32_l(s, k)));
+      logic float ls_ssum32{L}(float* s, float m, integer j)
+        reads s[0 .. j - 1];
+      logic float ls_ssum32_l{L}(float* s, float m, integer j)
+        reads s[0 .. j - 1];
+      axiom ls_ssum32_lim{L}: \forall float* s, float m, integer j;
+        ls_same32((TRIGGER: ls_ssum32(s, m, j)), ls_ssum32_l(s, m, j));
+      axiom ls_ssum32_empty{L}: \forall float* s, float m, integer j;
+        j <= 0 ==> ls_same32((TRIGGER: ls_ssum32(s, m, j)), (float)0.0);
+      axiom ls_ssum32_step{L}: \forall float* s, float m, integer k, j;
+        k >= 0 && j == k + 1 ==>
+          ls_same32((TRIGGER: ls_ssum32(s, m, j)),
+                    ls_add32((TRIGGER: ls_ssum32_l(s, m, k)),
+                             ls_sm_e32(s, m, k)));
+    }
+    logic float ls_softmax32_p{L}(float* s, integer n, integer j) =
+      ls_div32(ls_sm_e32(s, ls_smax32(s, n), j),
+               ls_ssum32(s, ls_smax32(s, n), n));
+*/
+
 /*@ requires n >= 1;
     requires \valid_read(s + (0 .. n - 1));
     requires \valid(p + (0 .. n - 1));
     assigns p[0 .. n - 1];
+    behavior order:
+      assumes \separated(p + (0 .. n - 1), s + (0 .. n - 1));
+      ensures \forall integer j; 0 <= j < n ==>
+        ls_same32(p[j], \old(ls_softmax32_p((float*)s, n, j)));
 */
 void ls_softmax32(const float* s, int n, float* p) {
   float m = s[0];
   /*@ loop invariant 1 <= j <= n;
+      for order: loop invariant sm_max:
+        ls_same32(m, ls_smax32{Pre}((float*)s, j));
       loop assigns j, m;
       loop variant n - j;
   */
   for (int j = 1; j < n; ++j) m = s[j] > m ? s[j] : m;
   float sum = 0.0f;
   /*@ loop invariant 0 <= j <= n;
+      for order: loop invariant sm_e: \forall integer k; 0 <= k < j ==>
+        ls_same32(p[k], ls_sm_e32{Pre}((float*)s, m, k));
+      for order: loop invariant sm_sum:
+        ls_same32(sum, ls_ssum32{Pre}((float*)s, m, j));
       loop assigns j, sum, p[0 .. n - 1];
       loop variant n - j;
   */
   for (int j = 0; j < n; ++j) {
+    /*@ for order: assert sm_sj: \forall integer k; k == j ==>
+          ls_same32(s[k], \at(s[k], Pre)); */
     p[j] = ls_exp32(s[j] - m);
+    /*@ for order: assert sm_ej:
+          ls_same32(p[j], ls_sm_e32{Pre}((float*)s, m, j)); */
     sum = sum + p[j];
   }
   /*@ loop invariant 0 <= j <= n;
+      for order: loop invariant sm_p: \forall integer k; 0 <= k < n ==>
+        ls_same32(p[k], k < j ? ls_div32(\at(p[k], LoopEntry), sum)
+                              : \at(p[k], LoopEntry));
       loop assigns j, p[0 .. n - 1];
       loop variant n - j;
   */
