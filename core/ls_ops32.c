@@ -491,12 +491,19 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
                ls_ssum32(s, ls_smax32(s, n), n));
 */
 
+/* p may be s itself (the GPT-2 path normalises its scores in place), and
+ * behavior order covers both cases: p separated from s, or p == s. Loop 2
+ * reads s[j] before it stores p[j], and loop 3 reads only p; invariant sm_s:
+ * the scores s[j .. n-1] still to be read are those of Pre. (ls_softmax64
+ * assumes a weaker formula instead, no store p[i] hitting an s[k] with k >
+ * i: here its quantifier over i and k cost z3 4 times more on the loop
+ * assigns, and the disjunction costs nothing.) */
 /*@ requires n >= 1;
     requires \valid_read(s + (0 .. n - 1));
     requires \valid(p + (0 .. n - 1));
     assigns p[0 .. n - 1];
     behavior order:
-      assumes \separated(p + (0 .. n - 1), s + (0 .. n - 1));
+      assumes \separated(p + (0 .. n - 1), s + (0 .. n - 1)) || p == s;
       ensures \forall integer j; 0 <= j < n ==>
         ls_same32(p[j], \old(ls_softmax32_p((float*)s, n, j)));
 */
@@ -515,6 +522,8 @@ void ls_softmax32(const float* s, int n, float* p) {
         ls_same32(p[k], ls_sm_e32{Pre}((float*)s, m, k));
       for order: loop invariant sm_sum:
         ls_same32(sum, ls_ssum32{Pre}((float*)s, m, j));
+      for order: loop invariant sm_s: \forall integer k; j <= k < n ==>
+        ls_same32(s[k], \at(s[k], Pre));
       loop assigns j, sum, p[0 .. n - 1];
       loop variant n - j;
   */
