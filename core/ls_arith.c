@@ -206,11 +206,37 @@ double ls_tanh64(double x) {
 #define LS_GELU64_C 0x1.9884533d43651p-1 /* sqrt(2/pi) */
 #define LS_GELU64_A 0x1.6e4e26d4801f7p-5 /* 0.044715 */
 
-/*@ assigns \nothing; */
+/* ACSL (docs/proofs.md): §3.3's GELU in binary64 as logic, with §3.4's
+ * NaN: u = C * (x + A * ((x * x) * x)) (ls_g64_u), then (0.5 * x) * (1.0 +
+ * tanh(u)) with tanh ls_tanh64_f, one IEEE binary64 operation per step on
+ * the code's constants. The second case is triggered on ls_gelu64_f(x)
+ * together with ls_g64_u(x), which ls_gelu64's own assertion names, so a
+ * caller that sees ls_gelu64_f in the call's ensures does not unfold it
+ * (the tiny model's GELU loop). */
+/*@ logic double ls_g64_u(double x) =
+      ls_mul64((double)0x1.9884533d43651p-1,
+               ls_add64(x, ls_mul64((double)0x1.6e4e26d4801f7p-5,
+                                    ls_mul64(ls_mul64(x, x), x))));
+    axiomatic LsGelu64 {
+      logic double ls_gelu64_f(double x);
+      axiom ls_gelu64_nan: \forall double x;
+        \is_NaN(x) ==> ls_same64(ls_gelu64_f(x), x);
+      axiom ls_gelu64_num: \forall double x;
+        !\is_NaN(x) ==>
+          ls_same64((TRIGGER: ls_gelu64_f(x)),
+                    ls_mul64(ls_mul64((double)0.5, x),
+                             ls_add64((double)1.0,
+                                      ls_tanh64_f((TRIGGER: ls_g64_u(x))))));
+    }
+*/
+/*@ assigns \nothing;
+    ensures ls_same64(\result, ls_gelu64_f(x));
+*/
 double ls_gelu64(double x) {
   if (x != x) return x; /* §3.4 */
   double x3 = (x * x) * x;
   double u = LS_GELU64_C * (x + LS_GELU64_A * x3);
+  /*@ assert ls_gelu64_u: ls_same64(u, ls_g64_u(x)); */
   return (0.5 * x) * (1.0 + ls_tanh64(u));
 }
 
