@@ -55,7 +55,9 @@ static double ls_inf64(void) {
   return b.d;
 }
 
-/*@ assigns \nothing; */
+/*@ assigns \nothing;
+    admit ensures \is_plus_infinity(\result);
+*/
 static float ls_inf32(void) {
   ls_bits32 b;
   b.u = 0x7f800000u;
@@ -74,6 +76,7 @@ double ls_pow2_64(int n) {
 
 /*@ requires -126 <= n <= 127;
     assigns \nothing;
+    admit ensures ls_same32(\result, ls_pow2_32_l(n));
 */
 float ls_pow2_32(int n) {
   ls_bits32 b;
@@ -252,23 +255,52 @@ static const float ls_exp32_poly[8] = {
     0x1.000000p+0f, 0x1.000000p+0f, 0x1.000000p-1f,  0x1.555556p-3f,
     0x1.555556p-5f, 0x1.111112p-7f, 0x1.6c16c2p-10f, 0x1.a01a02p-13f};
 
-/*@ assigns \nothing; */
 float ls_exp32(float x) {
+  /*@ assert ls_exp32_special:
+        (\is_NaN(x) ==> ls_same32(ls_exp32_f(x), x)) &&
+        (ls_lt32((float)0x1.62e42ep+6, x) ==>
+           \is_plus_infinity(ls_exp32_f(x))) &&
+        (ls_lt32(x, (float)-0x1.9fe368p+6) ==>
+           ls_same32(ls_exp32_f(x), (float)0.0));
+  */
   if (x != x) return x; /* §3.4 */
   if (x > LS_E32_OVERFLOW) return ls_inf32();
   if (x < LS_E32_UNDERFLOW) return 0.0f;
+  /*@ assert ls_exp32_f: ls_same32(ls_exp32_f(x), ls_e32_core(x)); */
   float t = x * LS_E32_INV_LN2;
   /*@ assert ls_exp32_t: -150 <= t <= 128; */
   float nf = (t + LS_E32_ROUNDER) - LS_E32_ROUNDER;
   /*@ assert ls_exp32_nf: -150 <= nf <= 128; */
   float r = (x - nf * LS_E32_LN2_HI) - nf * LS_E32_LN2_LO;
+  /*@ assert ls_exp32_n_range: -150 <= (int)nf <= 128; */
   float p = ls_exp32_poly[7];
   /*@ loop invariant -1 <= k <= 6;
+      loop invariant k == 6 ==> ls_same32(p, ls_e32_h(r, 7));
+      loop invariant k == 5 ==> ls_same32(p, ls_e32_h(r, 6));
+      loop invariant k == 4 ==> ls_same32(p, ls_e32_h(r, 5));
+      loop invariant k == 3 ==> ls_same32(p, ls_e32_h(r, 4));
+      loop invariant k == 2 ==> ls_same32(p, ls_e32_h(r, 3));
+      loop invariant k == 1 ==> ls_same32(p, ls_e32_h(r, 2));
+      loop invariant k == 0 ==> ls_same32(p, ls_e32_h(r, 1));
+      loop invariant k == -1 ==> ls_same32(p, ls_e32_h(r, 0));
       loop assigns k, p;
       loop variant k + 1;
   */
   for (int k = 6; k >= 0; --k) p = p * r + ls_exp32_poly[k];
   int n = (int)nf;
+  /*@ assert ls_exp32_horner:
+        ls_same32(r, ls_e32_r(x)) && ls_same32(p, ls_e32_h(r, 0)); */
+  /*@ assert ls_exp32_n: ls_same32(nf, ls_e32_nf(x)) && n == ls_e32_n(x); */
+  /* As in ls_exp64: the literal bound lets WP's simplifier prune the
+   * n > 127 branch under behavior small. */
+  /*@ assert ls_exp32_small_n: ls_e32_n(x) < -126 ==> n <= 127; */
+  /*@ assert ls_exp32_core: ls_same32(ls_e32_core(x), ls_e32_scale(p, n)); */
+  /*@ assert ls_exp32_scale_big: n > 127 ==> ls_same32(ls_e32_scale(p, n),
+        ls_mul32(ls_mul32(p, ls_pow2_32_l(n - 1)), (float)2.0)); */
+  /*@ assert ls_exp32_scale_small: n < -126 ==> ls_same32(ls_e32_scale(p, n),
+        ls_mul32(ls_mul32(p, ls_pow2_32_l(n + 25)), (float)0x1p-25)); */
+  /*@ assert ls_exp32_scale_normal: -126 <= n <= 127 ==>
+        ls_same32(ls_e32_scale(p, n), ls_mul32(p, ls_pow2_32_l(n))); */
   if (n > 127) return (p * ls_pow2_32(n - 1)) * 2.0f;
   if (n < -126) return (p * ls_pow2_32(n + 25)) * 0x1p-25f;
   return p * ls_pow2_32(n);
