@@ -306,12 +306,51 @@ float ls_exp32(float x) {
   return p * ls_pow2_32(n);
 }
 
-/*@ assigns \nothing; */
+/* ACSL (docs/proofs.md): §3.2's tanh in binary32 as logic, as binary64's
+ * LsTanh64 above, each step one IEEE binary32 operation and exp
+ * ls_exp32_f: a = ls_th32_a(x) (-x when x < 0.0f, else x), e = exp(a + a),
+ * t = ls_th32_u(e) = 1.0f - 2.0f / (e + 1.0f), then -t when x < 0.0f. The
+ * two non-NaN cases are triggered on ls_tanh32_f(x) together with
+ * ls_th32_a(x), which only ls_tanh32's own assertion names, so a caller
+ * (ls_gelu32) that sees ls_tanh32_f in the call's ensures does not unfold
+ * tanh into exp and a binary32 division. */
+/*@ axiomatic LsTanh32 {
+      logic float ls_th32_a(float x);
+      axiom ls_th32_a_neg: \forall float x;
+        ls_lt32(x, (float)0.0) ==> ls_same32(ls_th32_a(x), ls_neg32(x));
+      axiom ls_th32_a_pos: \forall float x;
+        !ls_lt32(x, (float)0.0) ==> ls_same32(ls_th32_a(x), x);
+      logic float ls_th32_u(float e);
+      axiom ls_th32_u_def: \forall float e;
+        ls_same32(ls_th32_u(e),
+                  ls_sub32((float)1.0,
+                           ls_div32((float)2.0, ls_add32(e, (float)1.0))));
+      logic float ls_tanh32_f(float x);
+      axiom ls_tanh32_nan: \forall float x;
+        \is_NaN(x) ==> ls_same32(ls_tanh32_f(x), x);
+      axiom ls_tanh32_neg: \forall float x;
+        !\is_NaN(x) && ls_lt32(x, (float)0.0) ==>
+          ls_same32((TRIGGER: ls_tanh32_f(x)),
+                    ls_neg32(ls_th32_u(ls_exp32_f(ls_add32(
+                      (TRIGGER: ls_th32_a(x)), ls_th32_a(x))))));
+      axiom ls_tanh32_pos: \forall float x;
+        !\is_NaN(x) && !ls_lt32(x, (float)0.0) ==>
+          ls_same32((TRIGGER: ls_tanh32_f(x)),
+                    ls_th32_u(ls_exp32_f(ls_add32(
+                      (TRIGGER: ls_th32_a(x)), ls_th32_a(x)))));
+    }
+*/
+/*@ assigns \nothing;
+    ensures ls_same32(\result, ls_tanh32_f(x));
+*/
 float ls_tanh32(float x) {
   if (x != x) return x; /* §3.4 */
   float a = x < 0.0f ? -x : x;
+  /*@ assert ls_tanh32_a: ls_same32(a, ls_th32_a(x)); */
   float e = ls_exp32(a + a);
+  /*@ assert ls_tanh32_e: ls_same32(e, ls_exp32_f(ls_add32(a, a))); */
   float t = 1.0f - 2.0f / (e + 1.0f);
+  /*@ assert ls_tanh32_t: ls_same32(t, ls_th32_u(e)); */
   return x < 0.0f ? -t : t;
 }
 
