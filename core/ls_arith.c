@@ -357,10 +357,35 @@ float ls_tanh32(float x) {
 #define LS_GELU32_C 0x1.988454p-1f /* sqrt(2/pi) */
 #define LS_GELU32_A 0x1.6e4e26p-5f /* 0.044715 */
 
-/*@ assigns \nothing; */
+/* ACSL (docs/proofs.md): §3.3's GELU in binary32 as logic, as LsGelu64
+ * above: u = C * (x + A * ((x * x) * x)) (ls_g32_u), then (0.5f * x) *
+ * (1.0f + tanh(u)) with tanh ls_tanh32_f, one IEEE binary32 operation per
+ * step on the code's constants; the non-NaN case triggered on
+ * ls_gelu32_f(x) together with ls_g32_u(x), which only ls_gelu32's own
+ * assertion names. */
+/*@ logic float ls_g32_u(float x) =
+      ls_mul32((float)0x1.988454p-1,
+               ls_add32(x, ls_mul32((float)0x1.6e4e26p-5,
+                                    ls_mul32(ls_mul32(x, x), x))));
+    axiomatic LsGelu32 {
+      logic float ls_gelu32_f(float x);
+      axiom ls_gelu32_nan: \forall float x;
+        \is_NaN(x) ==> ls_same32(ls_gelu32_f(x), x);
+      axiom ls_gelu32_num: \forall float x;
+        !\is_NaN(x) ==>
+          ls_same32((TRIGGER: ls_gelu32_f(x)),
+                    ls_mul32(ls_mul32((float)0.5, x),
+                             ls_add32((float)1.0,
+                                      ls_tanh32_f((TRIGGER: ls_g32_u(x))))));
+    }
+*/
+/*@ assigns \nothing;
+    ensures ls_same32(\result, ls_gelu32_f(x));
+*/
 float ls_gelu32(float x) {
   if (x != x) return x; /* §3.4 */
   float x3 = (x * x) * x;
   float u = LS_GELU32_C * (x + LS_GELU32_A * x3);
+  /*@ assert ls_gelu32_u: ls_same32(u, ls_g32_u(x)); */
   return (0.5f * x) * (1.0f + ls_tanh32(u));
 }
