@@ -205,6 +205,9 @@ extern "C" {
  * c[7]; k = 0: the polynomial), ls_e32_scale step 6 (2^(n-1) then 2 above
  * 127, 2^(n+25) then 2^-25 below -126), ls_exp32_f(x) the whole, by cases
  * (axioms, with the same triggers and for the same reasons as binary64's).
+ * ls_e32_scale is three axioms by disjoint cases, not a definition with
+ * lemmas as ls_e64_scale is: a global lemma brings its whole annotation
+ * block (here Horner and the reduction) into every goal of every unit.
  * ls_pow2_32_l(m) is the float that ls_pow2_32(m) builds from its bits,
  * admitted as ls_pow2_64_l is. */
 /*@ axiomatic LsPow2_32 {
@@ -240,20 +243,18 @@ extern "C" {
       axiom ls_e32_h0: \forall float r; ls_same32(ls_e32_h(r, 0),
         ls_add32(ls_mul32(ls_e32_h(r, 1), r), (float)0x1.000000p+0));
     }
-    logic float ls_e32_scale(float p, integer n) =
-      n > 127 ? ls_mul32(ls_mul32(p, ls_pow2_32_l(n - 1)), (float)2.0) :
-      n < -126 ?
-        ls_mul32(ls_mul32(p, ls_pow2_32_l(n + 25)), (float)0x1p-25) :
-      ls_mul32(p, ls_pow2_32_l(n));
-    lemma ls_e32_scale_big: \forall float p, integer n; n > 127 ==>
-      ls_same32(ls_e32_scale(p, n),
-                ls_mul32(ls_mul32(p, ls_pow2_32_l(n - 1)), (float)2.0));
-    lemma ls_e32_scale_small: \forall float p, integer n; n < -126 ==>
-      ls_same32(ls_e32_scale(p, n),
-                ls_mul32(ls_mul32(p, ls_pow2_32_l(n + 25)), (float)0x1p-25));
-    lemma ls_e32_scale_normal: \forall float p, integer n;
-      -126 <= n <= 127 ==>
-        ls_same32(ls_e32_scale(p, n), ls_mul32(p, ls_pow2_32_l(n)));
+    axiomatic LsExp32Scale {
+      logic float ls_e32_scale(float p, integer n);
+      axiom ls_e32_scale_big: \forall float p, integer n; n > 127 ==>
+        ls_same32(ls_e32_scale(p, n),
+                  ls_mul32(ls_mul32(p, ls_pow2_32_l(n - 1)), (float)2.0));
+      axiom ls_e32_scale_small: \forall float p, integer n; n < -126 ==>
+        ls_same32(ls_e32_scale(p, n),
+                  ls_mul32(ls_mul32(p, ls_pow2_32_l(n + 25)), (float)0x1p-25));
+      axiom ls_e32_scale_normal: \forall float p, integer n;
+        -126 <= n <= 127 ==>
+          ls_same32(ls_e32_scale(p, n), ls_mul32(p, ls_pow2_32_l(n)));
+    }
     logic float ls_e32_core(float x) =
       ls_e32_scale(ls_e32_h(ls_e32_r(x), 0), ls_e32_n(x));
     predicate ls_e32_in(float x) =
