@@ -53,7 +53,11 @@ extern "C" {
       predicate ls_lt64(double a, double b);
       logic float ls_add32(float a, float b);
       logic float ls_mul32(float a, float b);
+      logic float ls_sub32(float a, float b);
+      logic float ls_div32(float a, float b);
+      logic float ls_neg32(float a);
       predicate ls_same32(float a, float b);
+      predicate ls_lt32(float a, float b);
     }
 */
 /* Integer facts for the index bounds of strided and blocked loops. WP
@@ -194,6 +198,85 @@ extern "C" {
     }
 */
 
+/* ACSL (docs/proofs.md): §3.1's exp in binary32 as logic, as for binary64
+ * above, each step one IEEE binary32 operation on the binary32 constants
+ * of core/ls_arith.c: ls_e32_nf the rounded n, ls_e32_r the reduced
+ * argument, ls_e32_h(r, k) Horner's p once it has taken c[k] (k = 7: p =
+ * c[7]; k = 0: the polynomial), ls_e32_scale step 6 (2^(n-1) then 2 above
+ * 127, 2^(n+25) then 2^-25 below -126), ls_exp32_f(x) the whole, by cases
+ * (axioms, with the same triggers and for the same reasons as binary64's).
+ * ls_e32_scale is three axioms by disjoint cases, not a definition with
+ * lemmas as ls_e64_scale is: a global lemma brings its whole annotation
+ * block (here Horner and the reduction) into every goal of every unit.
+ * ls_pow2_32_l(m) is the float that ls_pow2_32(m) builds from its bits,
+ * admitted as ls_pow2_64_l is. */
+/*@ axiomatic LsPow2_32 {
+      logic float ls_pow2_32_l(integer m);
+    }
+    logic float ls_e32_t(float x) = ls_mul32(x, (float)0x1.715476p+0);
+    logic float ls_e32_nf(float x) =
+      ls_sub32(ls_add32(ls_e32_t(x), (float)0x1.8p23), (float)0x1.8p23);
+    logic float ls_e32_r(float x) =
+      ls_sub32(ls_sub32(x, ls_mul32(ls_e32_nf(x), (float)0x1.62e400p-1)),
+               ls_mul32(ls_e32_nf(x), (float)0x1.7f7d1cp-20));
+    axiomatic LsExp32N {
+      logic integer ls_e32_n(float x);
+      axiom ls_e32_n_def: \forall float x;
+        (TRIGGER: ls_e32_n(x)) == (int)(TRIGGER: ls_e32_nf(x));
+    }
+    axiomatic LsExp32Horner {
+      logic float ls_e32_h(float r, integer k);
+      axiom ls_e32_h7: \forall float r;
+        ls_same32(ls_e32_h(r, 7), (float)0x1.a01a02p-13);
+      axiom ls_e32_h6: \forall float r; ls_same32(ls_e32_h(r, 6),
+        ls_add32(ls_mul32(ls_e32_h(r, 7), r), (float)0x1.6c16c2p-10));
+      axiom ls_e32_h5: \forall float r; ls_same32(ls_e32_h(r, 5),
+        ls_add32(ls_mul32(ls_e32_h(r, 6), r), (float)0x1.111112p-7));
+      axiom ls_e32_h4: \forall float r; ls_same32(ls_e32_h(r, 4),
+        ls_add32(ls_mul32(ls_e32_h(r, 5), r), (float)0x1.555556p-5));
+      axiom ls_e32_h3: \forall float r; ls_same32(ls_e32_h(r, 3),
+        ls_add32(ls_mul32(ls_e32_h(r, 4), r), (float)0x1.555556p-3));
+      axiom ls_e32_h2: \forall float r; ls_same32(ls_e32_h(r, 2),
+        ls_add32(ls_mul32(ls_e32_h(r, 3), r), (float)0x1.000000p-1));
+      axiom ls_e32_h1: \forall float r; ls_same32(ls_e32_h(r, 1),
+        ls_add32(ls_mul32(ls_e32_h(r, 2), r), (float)0x1.000000p+0));
+      axiom ls_e32_h0: \forall float r; ls_same32(ls_e32_h(r, 0),
+        ls_add32(ls_mul32(ls_e32_h(r, 1), r), (float)0x1.000000p+0));
+    }
+    axiomatic LsExp32Scale {
+      logic float ls_e32_scale(float p, integer n);
+      axiom ls_e32_scale_big: \forall float p, integer n; n > 127 ==>
+        ls_same32(ls_e32_scale(p, n),
+                  ls_mul32(ls_mul32(p, ls_pow2_32_l(n - 1)), (float)2.0));
+      axiom ls_e32_scale_small: \forall float p, integer n; n < -126 ==>
+        ls_same32(ls_e32_scale(p, n),
+                  ls_mul32(ls_mul32(p, ls_pow2_32_l(n + 25)), (float)0x1p-25));
+      axiom ls_e32_scale_normal: \forall float p, integer n;
+        -126 <= n <= 127 ==>
+          ls_same32(ls_e32_scale(p, n), ls_mul32(p, ls_pow2_32_l(n)));
+    }
+    logic float ls_e32_core(float x) =
+      ls_e32_scale(ls_e32_h(ls_e32_r(x), 0), ls_e32_n(x));
+    predicate ls_e32_in(float x) =
+      !\is_NaN(x) && !ls_lt32((float)0x1.62e42ep+6, x) &&
+      !ls_lt32(x, (float)-0x1.9fe368p+6);
+    axiomatic LsExp32 {
+      logic float ls_exp32_f(float x);
+      axiom ls_exp32_nan: \forall float x;
+        \is_NaN(x) ==> ls_same32(ls_exp32_f(x), x);
+      axiom ls_exp32_over: \forall float x;
+        ls_lt32((float)0x1.62e42ep+6, x) ==>
+          ls_same32(ls_exp32_f(x), ls_div32((float)1.0, (float)0.0));
+      axiom ls_exp32_under: \forall float x;
+        ls_lt32(x, (float)-0x1.9fe368p+6) ==>
+          ls_same32(ls_exp32_f(x), (float)0.0);
+      axiom ls_exp32_range: \forall float x;
+        !\is_NaN(x) && !ls_lt32((float)0x1.62e42ep+6, x) &&
+        !ls_lt32(x, (float)-0x1.9fe368p+6) ==>
+          ls_same32((TRIGGER: ls_exp32_f(x)), (TRIGGER: ls_e32_core(x)));
+    }
+*/
+
 /* Spec §3.1: e^x in binary64; +inf above the overflow threshold (and for
  * +inf), +0 below the underflow threshold (and for -inf). Spec §3.4: a NaN
  * argument is returned unchanged (every function here). */
@@ -224,6 +307,26 @@ double ls_tanh64(double x);
 double ls_gelu64(double x);
 
 /* Spec §3.1 for binary32: e^x evaluated entirely in binary32. */
+/*@ assigns \nothing;
+    behavior nan:
+      assumes \is_NaN(x);
+      ensures ls_same32(\result, ls_exp32_f(x));
+    behavior over:
+      assumes ls_lt32((float)0x1.62e42ep+6, x);
+      ensures ls_same32(\result, ls_exp32_f(x));
+    behavior under:
+      assumes ls_lt32(x, (float)-0x1.9fe368p+6);
+      ensures ls_same32(\result, ls_exp32_f(x));
+    behavior big:
+      assumes ls_e32_in(x) && ls_e32_n(x) > 127;
+      ensures ls_same32(\result, ls_exp32_f(x));
+    behavior small:
+      assumes ls_e32_in(x) && ls_e32_n(x) < -126;
+      ensures ls_same32(\result, ls_exp32_f(x));
+    behavior normal:
+      assumes ls_e32_in(x) && -126 <= ls_e32_n(x) <= 127;
+      ensures ls_same32(\result, ls_exp32_f(x));
+*/
 float ls_exp32(float x);
 /* Spec §3.2 for binary32. */
 float ls_tanh32(float x);

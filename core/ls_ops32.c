@@ -7,28 +7,6 @@
 
 #define LS_LN_EPS32 0x1.4f8b58p-17f
 
-/* TEMPORARY until ls_arith.h states exp32's value; lead removes at merge.
- * The binary32 IEEE -, / and < as logic symbols (proofs/lockstep.driver
- * binds them to WP's sub_f32, div_f32 and lt_f32, as ls_sub64 .. for
- * binary64), ls_exp32_f for §3.1's exp in binary32 (a symbol with no
- * axiom), and a repeated prototype of ls_exp32 whose contract ADMITS (does
- * not prove) that it returns ls_exp32_f(x): softmax32's order below rests
- * on it (docs/proofs.md, "What is assumed"). */
-/*@ axiomatic LsIeee32Tmp {
-      logic float ls_sub32(float a, float b);
-      logic float ls_div32(float a, float b);
-      predicate ls_lt32(float a, float b);
-    }
-    axiomatic LsExp32Tmp {
-      logic float ls_exp32_f(float x);
-    }
-*/
-/*@ assigns \nothing;
-    admit ensures ls_exp32_value: ls_same32(\result, ls_exp32_f(x));
-*/
-float ls_exp32(float x);
-/* End of the TEMPORARY block. */
-
 /* ACSL (docs/proofs.md): §2.1's order in binary32 as logic, as in
  * ls_ops64.c: ls_seq_dot32 the sequential sum of [lo, hi) from +0.0,
  * ls_blk32 block b's sum, ls_dot32_tree the halving tree over the 16
