@@ -469,19 +469,19 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
                ls_ssum32(s, ls_smax32(s, n), n));
 */
 
-/* p may be s itself (the GPT-2 path normalises its scores in place), and
- * behavior order covers both cases: p separated from s, or p == s. Loop 2
- * reads s[j] before it stores p[j], and loop 3 reads only p; invariant sm_s:
- * the scores s[j .. n-1] still to be read are those of Pre. (ls_softmax64
- * assumes a weaker formula instead, no store p[i] hitting an s[k] with k >
- * i: here its quantifier over i and k cost z3 4 times more on the loop
- * assigns, and the disjunction costs nothing.) */
+/* p may be s itself (the GPT-2 path normalises its scores in place). As
+ * ls_softmax64's: behavior order assumes only that no store p[i] hits a
+ * score s[k] not yet read (k > i), which holds when p is separated from s
+ * and when p == s; invariant sm_s: the scores s[j .. n-1] still to be read
+ * are those of Pre. (The disjunction of the two cases as the assumes made
+ * sm_s cost cvc5 2.3 s, this formula 0.3 s, on exp32's six behaviors.) */
 /*@ requires n >= 1;
     requires \valid_read(s + (0 .. n - 1));
     requires \valid(p + (0 .. n - 1));
     assigns p[0 .. n - 1];
     behavior order:
-      assumes \separated(p + (0 .. n - 1), s + (0 .. n - 1)) || p == s;
+      assumes \forall integer i, k; 0 <= i < k < n ==>
+        \separated(p + i, s + k);
       ensures \forall integer j; 0 <= j < n ==>
         ls_same32(p[j], \old(ls_softmax32_p((float*)s, n, j)));
 */
