@@ -681,6 +681,29 @@ static double ls_sum64(const double* x, int n) {
   return acc;
 }
 
+/* ACSL (docs/proofs.md): the values ls_sum64_spec and ls_dot64_spec name
+ * (§2.1's order: the halving tree of 16 block sums for n a multiple of 16,
+ * the sequential sum from +0.0 otherwise). */
+/*@ logic double ls_sum64_val{L}(double* x, integer n) =
+      n > 0 && n % 16 == 0 ? ls_stree64(x, n / 16, 1, 0)
+                           : ls_seq_sum64(x, 0, n);
+    logic double ls_dot64_val{L}(double* x, double* w, integer n,
+                                 integer stride) =
+      n > 0 && n % 16 == 0 ? ls_tree64(x, w, stride, n / 16, 1, 0)
+                           : ls_seq_dot64(x, w, stride, 0, n);
+*/
+/* ls_ln64_d(x, m, i) is the deviation x[i] - m (§2.3 step 2), one rounded
+ * binary64 subtraction. Its definition is triggered by the function
+ * together with that subtraction (a multi-trigger), so a goal whose only
+ * deviation terms are ls_ln64_d (a frame) unfolds none. */
+/*@ axiomatic LsLn64 {
+      logic double ls_ln64_d{L}(double* x, double m, integer i) reads x[i];
+      axiom ls_ln64_d_def{L}: \forall double* x, double m, integer i;
+        ls_same64((TRIGGER: ls_ln64_d(x, m, i)),
+                  (TRIGGER: ls_sub64(x[i], m)));
+    }
+*/
+
 /*@ requires n >= 1;
     requires \valid_read(x + (0 .. n - 1));
     requires \valid_read(g + (0 .. n - 1));
@@ -691,6 +714,8 @@ static double ls_sum64(const double* x, int n) {
       assumes n <= 65536;
       assumes \forall integer k; 0 <= k < n ==>
         \is_finite(x[k]) && \abs(x[k]) <= 0x1p20;
+      assumes \separated(y + (0 .. n - 1), x + (0 .. n - 1));
+    behavior order:
       assumes \separated(y + (0 .. n - 1), x + (0 .. n - 1));
 */
 void ls_layernorm64(const double* x, const double* g, const double* b, int n,
@@ -703,18 +728,26 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
    * store, with x[k] read before it (xk), so that the store's own goals do
    * not carry the fact either. */
   double sum = ls_sum64(x, n);
+  /*@ for order: assert ln64_sum:
+        ls_same64(sum, ls_sum64_val{Pre}((double*)x, n)); */
   double mean = sum / (double)n;
   /* y holds the deviations d[k] = x[k] - mean until the last loop. */
   /*@ loop invariant 0 <= k <= n;
       for bounded: loop invariant \forall integer j; 0 <= j < k ==>
         ls_dev64_ok(y[j]);
+      for order: loop invariant ln64_dev: \forall integer j; 0 <= j < k ==>
+        ls_same64(y[j], ls_ln64_d{Pre}((double*)x, mean, j));
       loop assigns k, y[0 .. n - 1];
       loop variant n - k;
   */
   for (int k = 0; k < n; ++k) {
     /*@ for bounded: assert \is_finite(x[k]) && \abs(x[k]) <= 0x1p20; */
+    /*@ for order: assert ln64_xk: \forall integer i; i == k ==>
+          ls_same64(x[i], \at(x[i], Pre)); */
     /*@ ghost double xk = x[k]; */
     y[k] = x[k] - mean;
+    /*@ for order: assert ln64_yk: \forall integer i; i == k ==>
+          ls_same64(y[i], ls_ln64_d{Pre}((double*)x, mean, i)); */
     /*@ ghost ls_ln64_dev(xk, sum, n); */
     /*@ for bounded: assert ls_dev64_ok(y[k]); */
   }
@@ -722,7 +755,10 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
         ls_b22_64(y[k]); */
   /*@ for bounded: assert \forall integer k; 0 <= k < n ==>
         ls_wb22_64(y, 1, k); */
+  /*@ ghost Dev: ; */
   double dot = ls_dot64(y, y, n, 1);
+  /*@ for order: assert ln64_dot:
+        ls_same64(dot, ls_dot64_val{Dev}(y, y, n, 1)); */
   double var = dot / (double)n;
   double r = 1.0 / __builtin_sqrt(var + LS_LN_EPS64);
   /*@ loop invariant 0 <= k <= n;
@@ -743,6 +779,10 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
           0x1p44 + 0x1p9; */
   /*@ for bounded: assert ls_ln64_vpos:
         0x1p-17 <= ls_add64(var, (double)0x1.4f8b588e368f1p-17); */
+  /*@ for order: assert ln64_mean_ord: ls_same64(mean,
+        ls_div64(ls_sum64_val{Pre}((double*)x, n), (double)n)); */
+  /*@ for order: assert ln64_var_ord: ls_same64(var,
+        ls_div64(ls_dot64_val{Dev}(y, y, n, 1), (double)n)); */
 }
 
 /* ACSL (docs/proofs.md): §2.4's order as logic. ls_smax64(s, j) is step
