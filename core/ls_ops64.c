@@ -681,6 +681,37 @@ static double ls_sum64(const double* x, int n) {
   return acc;
 }
 
+/* ACSL (docs/proofs.md): the values ls_sum64_spec and ls_dot64_spec name
+ * (§2.1's order: the halving tree of 16 block sums for n a multiple of 16,
+ * the sequential sum from +0.0 otherwise). */
+/*@ logic double ls_sum64_val{L}(double* x, integer n) =
+      n > 0 && n % 16 == 0 ? ls_stree64(x, n / 16, 1, 0)
+                           : ls_seq_sum64(x, 0, n);
+    logic double ls_dot64_val{L}(double* x, double* w, integer n,
+                                 integer stride) =
+      n > 0 && n % 16 == 0 ? ls_tree64(x, w, stride, n / 16, 1, 0)
+                           : ls_seq_dot64(x, w, stride, 0, n);
+*/
+/* ls_ln64_d(x, s, d, i) is the deviation x[i] - s / d (§2.3 step 2 with
+ * the mean s / d), ls_ln64_o(d, r, g, b) the output (d * r) * g + b (step
+ * 4), each operation one rounded binary64 operation. Their definitions are
+ * triggered by the function together with the operations' term (a
+ * multi-trigger), so a goal whose only such terms are the functions (a
+ * frame) unfolds none, and the deviations' invariant, which later goals
+ * carry, holds no binary64 division. */
+/*@ axiomatic LsLn64 {
+      logic double ls_ln64_d{L}(double* x, double s, double d, integer i)
+        reads x[i];
+      axiom ls_ln64_d_def{L}: \forall double* x, double s, d, integer i;
+        ls_same64((TRIGGER: ls_ln64_d(x, s, d, i)),
+                  (TRIGGER: ls_sub64(x[i], ls_div64(s, d))));
+      logic double ls_ln64_o(double d, double r, double g, double b);
+      axiom ls_ln64_o_def: \forall double d, r, g, b;
+        ls_same64((TRIGGER: ls_ln64_o(d, r, g, b)),
+                  (TRIGGER: ls_add64(ls_mul64(ls_mul64(d, r), g), b)));
+    }
+*/
+
 /*@ requires n >= 1;
     requires \valid_read(x + (0 .. n - 1));
     requires \valid_read(g + (0 .. n - 1));
@@ -692,6 +723,10 @@ static double ls_sum64(const double* x, int n) {
       assumes \forall integer k; 0 <= k < n ==>
         \is_finite(x[k]) && \abs(x[k]) <= 0x1p20;
       assumes \separated(y + (0 .. n - 1), x + (0 .. n - 1));
+    behavior order:
+      assumes \separated(y + (0 .. n - 1), x + (0 .. n - 1));
+      assumes \forall integer i; 0 <= i < n ==>
+        ls_sep_at(y, n, (double*)g, i) && ls_sep_at(y, n, (double*)b, i);
 */
 void ls_layernorm64(const double* x, const double* g, const double* b, int n,
                     double* y) {
@@ -703,18 +738,27 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
    * store, with x[k] read before it (xk), so that the store's own goals do
    * not carry the fact either. */
   double sum = ls_sum64(x, n);
+  /*@ for order: assert ln64_sum:
+        ls_same64(sum, ls_sum64_val{Pre}((double*)x, n)); */
   double mean = sum / (double)n;
   /* y holds the deviations d[k] = x[k] - mean until the last loop. */
   /*@ loop invariant 0 <= k <= n;
       for bounded: loop invariant \forall integer j; 0 <= j < k ==>
         ls_dev64_ok(y[j]);
+      for order: loop invariant ln64_dev: \forall integer j; 0 <= j < k ==>
+        ls_same64(y[j], ls_ln64_d{Pre}((double*)x, sum, (double)n, j));
       loop assigns k, y[0 .. n - 1];
       loop variant n - k;
   */
   for (int k = 0; k < n; ++k) {
     /*@ for bounded: assert \is_finite(x[k]) && \abs(x[k]) <= 0x1p20; */
+    /*@ for order: assert ln64_xk: \forall integer i; i == k ==>
+          ls_same64(x[i], \at(x[i], Pre)); */
     /*@ ghost double xk = x[k]; */
     y[k] = x[k] - mean;
+    /*@ for order: assert ln64_yk: \forall integer i; i == k ==>
+          ls_same64(y[i], ls_ln64_d{Pre}((double*)x, sum, (double)n, i));
+    */
     /*@ ghost ls_ln64_dev(xk, sum, n); */
     /*@ for bounded: assert ls_dev64_ok(y[k]); */
   }
@@ -722,14 +766,44 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
         ls_b22_64(y[k]); */
   /*@ for bounded: assert \forall integer k; 0 <= k < n ==>
         ls_wb22_64(y, 1, k); */
+  /*@ for order: assert ln64_dev_ord: \forall integer i; 0 <= i < n ==>
+        ls_same64(y[i], ls_ln64_d{Pre}((double*)x, sum, (double)n, i)); */
+  /*@ for order: assert ln64_dev_sub: \forall integer i; 0 <= i < n ==>
+        ls_same64(y[i], ls_sub64(\at(x[i], Pre), mean)); */
+  /*@ ghost Dev: ; */
   double dot = ls_dot64(y, y, n, 1);
+  /*@ for order: assert ln64_dot:
+        ls_same64(dot, ls_dot64_val{Dev}(y, y, n, 1)); */
   double var = dot / (double)n;
   double r = 1.0 / __builtin_sqrt(var + LS_LN_EPS64);
+  /*@ ghost Out: ; */
+  /*@ for order: assert ln64_keep: \forall integer i; 0 <= i < n ==>
+        ls_same64(y[i], \at(y[i], Dev)); */
   /*@ loop invariant 0 <= k <= n;
-      loop assigns k, y[0 .. n - 1];
+      for order: loop invariant ln64_out: \forall integer j; 0 <= j < n ==>
+        ls_same64(y[j], j < k ? ls_ln64_o(\at(y[j], LoopEntry), r,
+                                          \at(g[j], Pre), \at(b[j], Pre))
+                              : \at(y[j], LoopEntry));
+      loop assigns k, r, y[0 .. n - 1];
       loop variant n - k;
   */
-  for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
+  for (int k = 0; k < n; ++k) {
+    /*@ for order: assert ln64_yk2: \forall integer i; i == k ==>
+          ls_same64(y[i], \at(y[i], LoopEntry)); */
+    /*@ for order: assert ln64_gsep: ls_sep_at(y, n, (double*)g, k) &&
+          ls_sep_at(y, n, (double*)b, k); */
+    /*@ for order: assert ln64_gk: \forall integer i; i == k ==>
+          ls_same64(g[i], \at(g[i], Pre)); */
+    /*@ for order: assert ln64_bk: \forall integer i; i == k ==>
+          ls_same64(b[i], \at(b[i], Pre)); */
+    y[k] = (y[k] * r) * g[k] + b[k];
+    /*@ for order: assert ln64_ok: \forall integer i; i == k ==>
+          ls_same64(y[i], ls_ln64_o(\at(y[i], LoopEntry), r,
+                                    \at(g[i], Pre), \at(b[i], Pre))); */
+  }
+  /*@ for order: assert ln64_out_ord: \forall integer i; 0 <= i < n ==>
+        ls_same64(y[i], ls_ln64_o(\at(y[i], Out), r, \at(g[i], Pre),
+                                  \at(b[i], Pre))); */
   /*@ ghost ls_ln64_mean(sum, n); */
   /*@ for bounded: assert ls_ln64_mean:
         \is_finite(mean) && \abs(mean) <= 0x1p20 + 0x1p-14; */
@@ -743,6 +817,10 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
           0x1p44 + 0x1p9; */
   /*@ for bounded: assert ls_ln64_vpos:
         0x1p-17 <= ls_add64(var, (double)0x1.4f8b588e368f1p-17); */
+  /*@ for order: assert ln64_mean_ord: ls_same64(mean,
+        ls_div64(ls_sum64_val{Pre}((double*)x, n), (double)n)); */
+  /*@ for order: assert ln64_var_ord: ls_same64(var,
+        ls_div64(ls_dot64_val{Dev}(y, y, n, 1), (double)n)); */
 }
 
 /* ACSL (docs/proofs.md): §2.4's order as logic. ls_smax64(s, j) is step
