@@ -870,13 +870,21 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
                ls_ssum64(s, ls_smax64(s, n), n));
 */
 
-/* p may be s itself (the tiny model normalises its scores in place). */
+/* p may be s itself (the tiny model normalises its scores in place).
+ * Behavior order assumes only that no store p[i] hits a score s[k] not yet
+ * read (k > i): loop 2 reads s[j] before it stores p[j], and loop 3 reads
+ * only p. That holds when p is separated from s and when p == s (p + i and
+ * p + k are different cells for i < k); it is one formula, not the
+ * disjunction of those two cases, because a disjunction in the assumes is a
+ * case split in every goal (cvc5 1.2 s more on sm_e). Invariant sm_s: the
+ * scores s[j .. n-1] still to be read are those of Pre. */
 /*@ requires n >= 1;
     requires \valid_read(s + (0 .. n - 1));
     requires \valid(p + (0 .. n - 1));
     assigns p[0 .. n - 1];
     behavior order:
-      assumes \separated(p + (0 .. n - 1), s + (0 .. n - 1));
+      assumes \forall integer i, k; 0 <= i < k < n ==>
+        \separated(p + i, s + k);
       ensures \forall integer j; 0 <= j < n ==>
         ls_same64(p[j], \old(ls_softmax64_p((double*)s, n, j)));
 */
@@ -895,6 +903,8 @@ void ls_softmax64(const double* s, int n, double* p) {
         ls_same64(p[k], ls_sm_e64{Pre}((double*)s, m, k));
       for order: loop invariant sm_sum:
         ls_same64(sum, ls_ssum64{Pre}((double*)s, m, j));
+      for order: loop invariant sm_s: \forall integer k; j <= k < n ==>
+        ls_same64(s[k], \at(s[k], Pre));
       loop assigns j, sum, p[0 .. n - 1];
       loop variant n - j;
   */

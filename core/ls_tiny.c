@@ -150,6 +150,10 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
       score[j] =
           ls_dot64(q + head * HD, k + head * HD, HD, 1) / LS_TINY_SQRT_HEAD_DIM;
     }
+    /* In place: ls_softmax64's behavior order holds (no store score[i]
+     * hits a score[k], k > i, not yet read). */
+    /*@ assert sm_call: \forall integer i, k; 0 <= i < k < t + 1 ==>
+          \separated(score + i, score + k); */
     ls_softmax64(score, t + 1, score);
     ls_weighted_sum64(score, rows + 3 * E + head * HD, t + 1, LS_TINY_ROW, HD,
                       a + head * HD);
