@@ -13,11 +13,19 @@
 #              inconsistent contract, and fails the run)
 #            --smoke-timeout S (per smoke test and prover; default 5: a
 #              consistent one runs until the limit, so this sets the cost)
+#            --provers LIST (WP's -wp-prover list, tried in that order on
+#              each goal until one proves it; default z3,cvc5; also
+#              z3-noauto: z3 with smt.auto_config=false; given, it
+#              replaces the per-unit default orders below)
+#            --unit-provers UNIT=LIST (that unit's order; repeatable)
+#            --keep-work (keep the work folder: frama-c logs, per-unit
+#              times in its file times; its path is printed)
 #
 # Each function is proved by its own frama-c run: -wp-rte (runtime-error
-# guards), the float model (IEEE binary32/64), z3 then cvc5 on every goal
-# WP's simplifier (Qed) does not close. Every goal is printed with its
-# status and the prover that closed it, and compared with
+# guards), the float model (IEEE binary32/64), z3 then cvc5 (or the
+# --provers list, in its order) on every goal WP's simplifier (Qed) does
+# not close. Every goal is printed with its status and the prover that
+# closed it, and compared with
 # proofs/expected.txt: the run fails if a goal listed as proved is not, if
 # a goal is missing from the expected list (new goals must be listed), or if
 # an expected goal was not generated (no goal is dropped silently).
@@ -30,6 +38,10 @@ mode=all
 write_expected=""
 smoke=()
 smoke_timeout=5
+provers=z3,cvc5
+provers_given=0
+unit_provers=()
+keep_work=0
 fcts=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,12 +51,29 @@ while [ $# -gt 0 ]; do
     --write-expected) write_expected="$2"; shift ;;
     --smoke) smoke=(-wp-smoke-tests) ;;
     --smoke-timeout) smoke_timeout="$2"; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --provers) provers="$2"; provers_given=1; shift ;;
+    --unit-provers) unit_provers+=("$2"); shift ;;
+    --keep-work) keep_work=1 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) fcts+=("$1") ;;
   esac
   shift
 done
+# Per-unit default orders (docs/proofs.md, "Run time"): units whose value
+# goals z3 does not prove in 10 s and cvc5 proves fast try cvc5 first.
+default_unit_provers=(ls_tanh64=cvc5,z3 ls_tanh32=cvc5,z3 ls_gelu32=cvc5,z3
+  ls_dot64=cvc5,z3 ls_tiny_logits_checked=cvc5,z3)
+if [ "$provers_given" = 0 ]; then
+  unit_provers=("${default_unit_provers[@]}" "${unit_provers[@]}")
+fi
+provers_of() {  # the prover order of unit $1 (the last match wins)
+  local p="$provers" u
+  for u in "${unit_provers[@]}"; do
+    [ "${u%%=*}" = "$1" ] && p="${u#*=}"
+  done
+  echo "$p"
+}
 [ ${#smoke[@]} -eq 0 ] || smoke+=(-wp-smoke-timeout "$smoke_timeout")
 
 for tool in frama-c why3 z3 cvc5 gappa python3; do
@@ -65,7 +94,11 @@ if [ ${#fcts[@]} -eq 0 ]; then
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/lockstep-wp.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+if [ "$keep_work" = 1 ]; then
+  echo "run.sh: work folder $work (kept)"
+else
+  trap 'rm -rf "$work"' EXIT
+fi
 # Why3 1.5 has no cvc5 entry: a configuration of our own with z3 (Why3's
 # own z3 4.8 driver) and cvc5 (proofs/cvc5.drv.in, CVC4 1.7's driver with
 # cvc5's logic name). HOME is the work folder, so no user configuration or
@@ -102,6 +135,18 @@ interactive = false
 name = "CVC5"
 shortcut = "cvc5"
 version = "$cvc5v"
+
+[prover]
+command = "$(command -v z3) -smt2 -T:%t sat.random_seed=42 nlsat.randomize=false smt.random_seed=42 smt.auto_config=false -st %f"
+command_steps = "$(command -v z3) -smt2 sat.random_seed=42 nlsat.randomize=false smt.random_seed=42 smt.auto_config=false -st rlimit=%S %f"
+driver = "z3_471"
+editor = ""
+in_place = false
+interactive = false
+name = "Z3"
+alternative = "noauto"
+shortcut = "z3-noauto"
+version = "$z3v"
 EOF
 
 cd "$root"
@@ -122,13 +167,13 @@ for f in "${fcts[@]}"; do
     frama-c -machdep gcc_x86_64 -cpp-extra-args="-I$root/core" "${sources[@]}" \
     -warn-special-float none -warn-signed-downcast \
     -wp -wp-rte -wp-driver "$here/lockstep.driver" -wp-model Typed+float \
-    -wp-prover z3,cvc5 -wp-timeout "$timeout" -wp-par "$jobs" \
+    -wp-prover "$(provers_of "$f")" -wp-timeout "$timeout" -wp-par "$jobs" \
     -wp-no-warn-memory-model "${smoke[@]}" "${sel[@]}" >"$log" 2>&1 || {
     echo "run.sh: frama-c failed on $f:" >&2
     tail -20 "$log" >&2
     exit 2
   }
-  echo "$f $(($(date +%s) - t0))" >>"$work/times"
+  echo "$f $(($(date +%s) - t0)) $(provers_of "$f")" >>"$work/times"
 done
 # Integer lemmas WP's provers cannot close in its context, stated as
 # SMT-LIB files and proved by z3 and cvc5 alone (expected.txt: external).
@@ -148,7 +193,8 @@ for g in "$here"/gappa/*.g; do
     echo "gappa/$name gappa=failed" >>"$work/external"
   fi
 done
-echo "time: $(($(date +%s) - start)) s (timeout $timeout s per goal, $jobs jobs)"
+echo "time: $(($(date +%s) - start)) s (timeout $timeout s per goal, $jobs jobs, provers $provers${unit_provers[*]:+ except ${unit_provers[*]}})"
+sed 's/^/unit time (s): /' "$work/times"
 
 LS_SMOKE=${#smoke[@]} python3 "$here/report.py" "$expected" "$work" "$mode" \
   "$write_expected" "${fcts[@]}"
