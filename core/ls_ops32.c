@@ -354,12 +354,46 @@ void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
                            : ls_same32(r, ls_seq_sum32(x, 0, n));
 */
 
+/* ACSL (docs/proofs.md): LayerNorm after its sum (§2.3 steps 2 to 4) in
+ * binary32, as LsLn64 in ls_ops64.c. ls_sum32_val and ls_dot32_val are the
+ * values that ls_sum32_spec and ls_dot32_spec name; ls_ln32_d(x, s, d, i)
+ * is the deviation x[i] - s / d, ls_ln32_o(d, r, g, b) the output (d * r)
+ * * g + b, each operation one rounded binary32 operation, their
+ * definitions triggered by the function together with the operations'
+ * term; ls_sep_at32 is ls_sep_at for binary32 cells. */
+/*@ logic float ls_sum32_val{L}(float* x, integer n) =
+      n > 0 && n % 16 == 0 ? ls_sum32_tree(x, n / 16)
+                           : ls_seq_sum32(x, 0, n);
+    logic float ls_dot32_val{L}(float* x, float* w, integer n,
+                                integer stride) =
+      n > 0 && n % 16 == 0 ? ls_dot32_tree(x, w, stride, n / 16)
+                           : ls_seq_dot32(x, w, stride, 0, n);
+    predicate ls_sep_at32{L}(float* y, integer n, float* p, integer i) =
+      \separated(y + (0 .. n - 1), p + i);
+*/
+/*@ axiomatic LsLn32 {
+      logic float ls_ln32_d{L}(float* x, float s, float d, integer i)
+        reads x[i];
+      axiom ls_ln32_d_def{L}: \forall float* x, float s, d, integer i;
+        ls_same32((TRIGGER: ls_ln32_d(x, s, d, i)),
+                  (TRIGGER: ls_sub32(x[i], ls_div32(s, d))));
+      logic float ls_ln32_o(float d, float r, float g, float b);
+      axiom ls_ln32_o_def: \forall float d, r, g, b;
+        ls_same32((TRIGGER: ls_ln32_o(d, r, g, b)),
+                  (TRIGGER: ls_add32(ls_mul32(ls_mul32(d, r), g), b)));
+    }
+*/
+
 /*@ requires n >= 1;
     requires \valid_read(x + (0 .. n - 1));
     requires \valid_read(g + (0 .. n - 1));
     requires \valid_read(b + (0 .. n - 1));
     requires \valid(y + (0 .. n - 1));
     assigns y[0 .. n - 1];
+    behavior order:
+      assumes \separated(y + (0 .. n - 1), x + (0 .. n - 1));
+      assumes \forall integer i; 0 <= i < n ==>
+        ls_sep_at32(y, n, (float*)g, i) && ls_sep_at32(y, n, (float*)b, i);
 */
 void ls_layernorm32(const float* x, const float* g, const float* b, int n,
                     float* y) {
@@ -410,19 +444,67 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
     for (int k = 0; k < n; ++k) sum = sum + x[k];
   }
   /*@ assert ln_sum: ls_sum32_spec{Pre}((float*)x, n, sum); */
+  /*@ for order: assert ln32_xpre: \forall integer i; 0 <= i < n ==>
+        ls_same32(x[i], \at(x[i], Pre)); */
+  /*@ for order: assert ln32_gpre: \forall integer i; 0 <= i < n ==>
+        ls_same32(g[i], \at(g[i], Pre)); */
+  /*@ for order: assert ln32_bpre: \forall integer i; 0 <= i < n ==>
+        ls_same32(b[i], \at(b[i], Pre)); */
+  /*@ ghost Sum: ; */
   const float mean = sum / (float)n;
   /*@ loop invariant 0 <= k <= n;
+      for order: loop invariant ln32_dev: \forall integer j; 0 <= j < k ==>
+        ls_same32(y[j], ls_ln32_d{Sum}((float*)x, sum, (float)n, j));
       loop assigns k, y[0 .. n - 1];
       loop variant n - k;
   */
-  for (int k = 0; k < n; ++k) y[k] = x[k] - mean;
+  for (int k = 0; k < n; ++k) {
+    /*@ for order: assert ln32_xk: \forall integer i; i == k ==>
+          ls_same32(x[i], \at(x[i], Sum)); */
+    y[k] = x[k] - mean;
+    /*@ for order: assert ln32_yk: \forall integer i; i == k ==>
+          ls_same32(y[i], ls_ln32_d{Sum}((float*)x, sum, (float)n, i));
+    */
+  }
+  /*@ for order: assert ln32_dev_ord: \forall integer i; 0 <= i < n ==>
+        ls_same32(y[i], ls_ln32_d{Sum}((float*)x, sum, (float)n, i)); */
+  /*@ for order: assert ln32_dev_sub: \forall integer i; 0 <= i < n ==>
+        ls_same32(y[i], ls_sub32(\at(x[i], Sum), mean)); */
+  /*@ ghost Dev: ; */
   const float var = ls_dot32(y, y, n, 1) / (float)n;
   const float r = 1.0f / __builtin_sqrtf(var + LS_LN_EPS32);
+  /*@ ghost Out: ; */
+  /*@ for order: assert ln32_keep: \forall integer i; 0 <= i < n ==>
+        ls_same32(y[i], \at(y[i], Dev)); */
   /*@ loop invariant 0 <= k <= n;
+      for order: loop invariant ln32_out: \forall integer j; 0 <= j < n ==>
+        ls_same32(y[j], j < k ? ls_ln32_o(\at(y[j], LoopEntry), r,
+                                          \at(g[j], Sum), \at(b[j], Sum))
+                              : \at(y[j], LoopEntry));
       loop assigns k, y[0 .. n - 1];
       loop variant n - k;
   */
-  for (int k = 0; k < n; ++k) y[k] = (y[k] * r) * g[k] + b[k];
+  for (int k = 0; k < n; ++k) {
+    /*@ for order: assert ln32_yk2: \forall integer i; i == k ==>
+          ls_same32(y[i], \at(y[i], LoopEntry)); */
+    /*@ for order: assert ln32_gsep: ls_sep_at32(y, n, (float*)g, k) &&
+          ls_sep_at32(y, n, (float*)b, k); */
+    /*@ for order: assert ln32_gk: \forall integer i; i == k ==>
+          ls_same32(g[i], \at(g[i], Sum)); */
+    /*@ for order: assert ln32_bk: \forall integer i; i == k ==>
+          ls_same32(b[i], \at(b[i], Sum)); */
+    y[k] = (y[k] * r) * g[k] + b[k];
+    /*@ for order: assert ln32_ok: \forall integer i; i == k ==>
+          ls_same32(y[i], ls_ln32_o(\at(y[i], LoopEntry), r,
+                                    \at(g[i], Sum), \at(b[i], Sum))); */
+  }
+  /*@ for order: assert ln32_out_ord: \forall integer i; 0 <= i < n ==>
+        ls_same32(y[i], ls_ln32_o(\at(y[i], Out), r, \at(g[i], Sum),
+                                  \at(b[i], Sum))); */
+  /*@ for order: assert ln32_mean_ord: ls_same32(mean,
+        ls_div32(ls_sum32_val{Pre}((float*)x, n), (float)n)); */
+  /*@ for order: assert ln32_var_ord: ls_same32(var,
+        ls_div32(ls_dot32_val{Dev}(y, y, n, 1), (float)n)); */
 }
 
 /* ACSL (docs/proofs.md): §2.4's order in binary32 as logic, as
