@@ -45,8 +45,10 @@ def goal_class(goal):
     return "other"
 
 
-def parse_log(path, fct, smoke):
+def parse_log(path):
+    """The goals of one frama-c log, and its smoke tests (name: tag)."""
     goals = {}
+    smoke = {}
     last = None
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -82,7 +84,7 @@ def parse_log(path, fct, smoke):
                     goals[last][1].append(d.group(1) + ": " + what)
                 else:
                     last = None
-    return goals
+    return goals, smoke
 
 
 def main():
@@ -118,8 +120,7 @@ def main():
     smoke_on = os.environ.get("LS_SMOKE", "0") != "0"
     smoke_rows = []
     for fct in fcts:
-        smoke = {}
-        seen = parse_log(os.path.join(work, fct + ".log"), fct, smoke)
+        seen, smoke = parse_log(os.path.join(work, fct + ".log"))
         exp = expected.get(fct, {})
         n_proved = 0
         n_expected_open = 0

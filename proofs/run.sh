@@ -107,6 +107,8 @@ datadir="$(why3 --print-datadir)"
 sed "s|@WHY3_DATADIR@|$datadir|" "$here/cvc5.drv.in" >"$work/cvc5.drv"
 z3v="$(z3 -version | sed -n 's/^Z3 version \([0-9.]*\).*/\1/p')"
 cvc5v="$(cvc5 --version | sed -n 's/^This is cvc5 version \([0-9.]*\).*/\1/p')"
+# z3 with fixed seeds; the z3-noauto entry adds smt.auto_config=false.
+z3="$(command -v z3) -smt2 sat.random_seed=42 nlsat.randomize=false smt.random_seed=42"
 cat >"$work/why3.conf" <<EOF
 [main]
 magic = 14
@@ -115,8 +117,8 @@ running_provers_max = $jobs
 timelimit = $timeout
 
 [prover]
-command = "$(command -v z3) -smt2 -T:%t sat.random_seed=42 nlsat.randomize=false smt.random_seed=42 -st %f"
-command_steps = "$(command -v z3) -smt2 sat.random_seed=42 nlsat.randomize=false smt.random_seed=42 -st rlimit=%S %f"
+command = "$z3 -T:%t -st %f"
+command_steps = "$z3 -st rlimit=%S %f"
 driver = "z3_471"
 editor = ""
 in_place = false
@@ -137,8 +139,8 @@ shortcut = "cvc5"
 version = "$cvc5v"
 
 [prover]
-command = "$(command -v z3) -smt2 -T:%t sat.random_seed=42 nlsat.randomize=false smt.random_seed=42 smt.auto_config=false -st %f"
-command_steps = "$(command -v z3) -smt2 sat.random_seed=42 nlsat.randomize=false smt.random_seed=42 smt.auto_config=false -st rlimit=%S %f"
+command = "$z3 -T:%t smt.auto_config=false -st %f"
+command_steps = "$z3 smt.auto_config=false -st rlimit=%S %f"
 driver = "z3_471"
 editor = ""
 in_place = false
