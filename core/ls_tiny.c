@@ -185,9 +185,19 @@ void ls_tiny_forward(const double* w, int n_ctx, const int32_t* tokens, int n,
   ls_matvec64(h, w + L.head_w, w + L.head_b, E, LS_TINY_VOCAB, logits);
 }
 
-/* A finite binary64 has an exponent field below all-ones. */
-/*@ assigns \nothing; */
+/* A finite binary64 has an exponent field below all-ones: v - v is +0.0
+ * for every finite v and NaN for an infinity or a NaN. */
+/*@ assigns \nothing;
+    ensures \result != 0 <==> \is_finite(v);
+*/
 static int ls_finite64(double v) { return v - v == 0.0; }
+
+/* ACSL: v lies in [-bound, bound], stated with IEEE comparisons as the
+ * code makes them (as reals, -bound <= v <= bound, the provers time out on
+ * the conversions; for finite v and bound the two are the same). */
+/*@ predicate ls_clipped64(double v, double bound) =
+      !ls_lt64(bound, v) && !ls_lt64(v, ls_neg64(bound));
+*/
 
 /* The caller's buffers are as long as it says (a NULL pointer is an
  * error the function reports). On every error, logits keeps its words
@@ -207,6 +217,12 @@ static int ls_finite64(double v) { return v - v == 0.0; }
                          scratch + (0 .. n_scratch - 1));
       ensures \result != LS_OK ==> \forall integer i;
         0 <= i < LS_TINY_VOCAB ==> ls_same64(logits[i], \old(logits[i]));
+    behavior ok_is_finite:
+      ensures \result == LS_OK ==> \forall integer i;
+        0 <= i < LS_TINY_VOCAB ==> \is_finite(logits[i]);
+    behavior clipped:
+      assumes \separated(weights + (0 .. n_weights - 1),
+                         scratch + (0 .. n_scratch - 1));
 */
 ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
                                  size_t n_weights, const int32_t* tokens,
@@ -232,6 +248,8 @@ ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
   }
   if (n_scratch < ls_tiny_scratch_words(n_ctx)) return LS_ERR_SCRATCH;
   /*@ loop invariant 0 <= i <= L.total;
+      for clipped: loop invariant w_fin: \forall integer j; 0 <= j < i ==>
+        \is_finite(weights[j]);
       loop assigns i;
       loop variant L.total - i;
   */
@@ -240,7 +258,13 @@ ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
   }
   /* Clip into scratch (§4.0): the caller's weights are never modified. */
   double* w = scratch;
+  /* The forward pass reads only finite weights in [-bound, bound]
+   * (behavior clipped: assertion clip). */
   /*@ loop invariant 0 <= i <= L.total;
+      for clipped: loop invariant w_clip: \forall integer j; 0 <= j < i ==>
+        \is_finite(w[j]) && ls_clipped64(w[j], bound);
+      for clipped: loop invariant w_fin2: \forall integer j;
+        0 <= j < L.total ==> \is_finite(weights[j]);
       loop assigns i, w[0 .. L.total - 1];
       loop variant L.total - i;
   */
@@ -248,9 +272,13 @@ ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
     double v = weights[i];
     w[i] = v > bound ? bound : (v < -bound ? -bound : v);
   }
+  /*@ for clipped: assert clip: \forall integer j; 0 <= j < L.total ==>
+        \is_finite(w[j]) && ls_clipped64(w[j], bound); */
   double out[LS_TINY_VOCAB];
   ls_tiny_forward(w, n_ctx, tokens, (int)n_tokens, scratch + L.total, out);
   /*@ loop invariant 0 <= i <= LS_TINY_VOCAB;
+      loop invariant out_fin: \forall integer j; 0 <= j < i ==>
+        \is_finite(out[j]);
       loop assigns i;
       loop variant LS_TINY_VOCAB - i;
   */
@@ -258,6 +286,10 @@ ls_status ls_tiny_logits_checked(int n_ctx, const double* weights,
     if (!ls_finite64(out[i])) return LS_ERR_OUTPUT_NONFINITE;
   }
   /*@ loop invariant 0 <= i <= LS_TINY_VOCAB;
+      loop invariant logits_fin: \forall integer j; 0 <= j < i ==>
+        \is_finite(logits[j]);
+      loop invariant out_fin2: \forall integer j; 0 <= j < LS_TINY_VOCAB ==>
+        \is_finite(out[j]);
       loop assigns i, logits[0 .. LS_TINY_VOCAB - 1];
       loop variant LS_TINY_VOCAB - i;
   */
