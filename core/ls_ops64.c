@@ -347,7 +347,10 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
      * The ghost loop runs once: after a loop only its invariants are
      * hypotheses, so the sums and tree levels of its body stay out of the
      * later goals (the outer invariant's among them), which see column
-     * o's value only through ls_mvdot64_i. */
+     * o's value only through ls_mvdot64_i. ls_row(blk, 16, len) and the
+     * block's end hi = blk * len + len (not (blk + 1) * len) make the
+     * block bounds and their overflow guards linear: cvc5 took 3.4 s on
+     * the guard of (int)(blk + 1) * len and timed out on the bound. */
     /*@ ghost
       /@ loop invariant 0 <= once <= 1;
          for order: loop invariant once == 1 ==> ls_same64(
@@ -370,17 +373,20 @@ void ls_matvec64(const double* x, const double* w, const double* b, int n_in,
              loop variant 16 - blk;
           @/
           for (int blk = 0; blk < 16; ++blk) {
-            /@ assert 0 <= blk * len && (blk + 1) * len <= n_in; @/
-            /@ loop invariant blk * len <= k <= (blk + 1) * len;
+            ls_row(blk, 16, len);
+            int hi = blk * len + len;
+            /@ assert 0 <= blk * len && hi == (blk + 1) * len && hi <= n_in;
+             @/
+            /@ loop invariant blk * len <= k <= hi;
                for order: loop invariant ls_same64(
                  ls_seq_dot64_l((double*)x, ls_colp((double*)w, o), n_out,
                                 blk * len, k),
                  ls_seq_dot64_l{Pre}((double*)x, ls_colp((double*)w, o),
                                      n_out, blk * len, k));
                loop assigns k;
-               loop variant (blk + 1) * len - k;
+               loop variant hi - k;
             @/
-            for (int k = blk * len; k < (blk + 1) * len; ++k) {
+            for (int k = blk * len; k < hi; ++k) {
               ls_row(k, n_in, n_out);
               /@ for order: assert \let i = k;
                    ls_sep_at(y, n_out, (double*)x, i); @/
