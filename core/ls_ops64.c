@@ -737,6 +737,20 @@ static double ls_sum64(const double* x, int n) {
           ls_same64(r, (TRIGGER: ls_ln64_rv(v)));
     }
 */
+/* Behavior bounded: r = 1 / sqrt(v) is finite, with 2^-23 <= r <= 2^9,
+ * for the range of v = var + eps that ls_veps64 proves, a Gappa fact
+ * (proofs/gappa/ln64_rsqrt.g; ls_ln64_r(r, v) is r == ls_ln64_rv(v), the
+ * binary64 1 / sqrt(v)). Its premises are in the form of LayerNorm's
+ * assertions ls_ln64_veps and ls_ln64_vpos and of the invariant ln64_rkb,
+ * so that the goal that uses it is a match (stated on ls_ln64_rv(v)
+ * instead, z3 ran out of memory on it and cvc5 took 3.2 s). */
+/*@ ghost
+  /@ assigns \nothing;
+     ensures \is_finite(v) && \abs(v) <= 0x1p44 + 0x1p9 && 0x1p-17 <= v &&
+       ls_ln64_r(r, v) ==> \is_finite(r) && 0x1p-23 <= r <= 0x1p9;
+  @/
+  void ls_rsqrt64(double v, double r) {}
+*/
 
 /*@ requires n >= 1;
     requires \valid_read(x + (0 .. n - 1));
@@ -812,6 +826,8 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
                               : \at(y[j], LoopEntry));
       for order: loop invariant ln64_rk:
         ls_ln64_r(r, ls_add64(var, (double)0x1.4f8b588e368f1p-17));
+      for bounded: loop invariant ln64_rkb:
+        ls_ln64_r(r, ls_add64(var, (double)0x1.4f8b588e368f1p-17));
       loop assigns k, r, y[0 .. n - 1];
       loop variant n - k;
   */
@@ -848,6 +864,9 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
           0x1p44 + 0x1p9; */
   /*@ for bounded: assert ls_ln64_vpos:
         0x1p-17 <= ls_add64(var, (double)0x1.4f8b588e368f1p-17); */
+  /*@ ghost ls_rsqrt64(var + 0x1.4f8b588e368f1p-17, r); */
+  /*@ for bounded: assert ls_ln64_rb:
+        \is_finite(r) && 0x1p-23 <= r <= 0x1p9; */
   /*@ for order: assert ln64_mean_ord: ls_same64(mean,
         ls_div64(ls_sum64_val{Pre}((double*)x, n), (double)n)); */
   /*@ for order: assert ln64_var_ord: ls_same64(var,
