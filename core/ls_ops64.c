@@ -722,8 +722,9 @@ static double ls_sum64(const double* x, int n) {
  * value: ls_ln64_r_intro (triggered by the square root call's value,
  * proofs/sqrt_contracts.h) gives it for the computed r, and ls_ln64_r_open
  * turns it into the equality only in a goal that names ls_ln64_rv (the
- * assertion ln64_r at the end). The axioms are a definition: ls_ln64_r(r,
- * v) is r == ls_ln64_rv(v). */
+ * assertion ln64_r, after the last loop; behavior bounded has the same
+ * invariant as ln64_rkb). The axioms are a definition: ls_ln64_r(r, v) is
+ * r == ls_ln64_rv(v). */
 /*@ axiomatic LsLn64R {
       logic double ls_ln64_rv(double v);
       axiom ls_ln64_rv_def: \forall double v;
