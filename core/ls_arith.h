@@ -41,14 +41,17 @@ extern "C" {
  * binds them to WP's float model: ls_add64 is binary64 addition rounded to
  * nearest-even (WP's add_f64), ls_mul64 the product, ls_same64 identity
  * of two binary64 values (Why3's equality: the same float, so +0.0 and
- * -0.0 differ); likewise for binary32. Without the driver they are
- * uninterpreted and nothing that uses them can be proved. */
+ * -0.0 differ), ls_sqrt64 the square root (WP's sqrt_f64: IEEE's, rounded
+ * to nearest-even; proofs/sqrt_contracts.h makes it __builtin_sqrt's
+ * contract, for Frama-C only); likewise for binary32. Without the driver
+ * they are uninterpreted and nothing that uses them can be proved. */
 /*@ axiomatic LsIeee {
       logic double ls_add64(double a, double b);
       logic double ls_mul64(double a, double b);
       logic double ls_sub64(double a, double b);
       logic double ls_div64(double a, double b);
       logic double ls_neg64(double a);
+      logic double ls_sqrt64(double a);
       predicate ls_same64(double a, double b);
       predicate ls_lt64(double a, double b);
       logic float ls_add32(float a, float b);
@@ -56,6 +59,7 @@ extern "C" {
       logic float ls_sub32(float a, float b);
       logic float ls_div32(float a, float b);
       logic float ls_neg32(float a);
+      logic float ls_sqrt32(float a);
       predicate ls_same32(float a, float b);
       predicate ls_lt32(float a, float b);
     }

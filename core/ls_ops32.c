@@ -384,6 +384,27 @@ void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
     }
 */
 
+/* ls_ln32_rv(v) is 1 / sqrt(v) (§2.3 step 5, v = var + eps) and
+ * ls_ln32_r(r, v) says r == ls_ln32_rv(v), as LsLn64R in ls_ops64.c: the
+ * axioms are a definition, triggered so that only the assertion ln32_r,
+ * which names ls_ln32_rv, equates r with a binary32 division and square
+ * root (here r is const, so it cannot be in the last loop's loop assigns,
+ * and that loop's goals hold r's own division 1.0f / sqrtf(...), as they
+ * did before the square root had a contract). */
+/*@ axiomatic LsLn32R {
+      logic float ls_ln32_rv(float v);
+      axiom ls_ln32_rv_def: \forall float v;
+        ls_same32((TRIGGER: ls_ln32_rv(v)),
+                  (TRIGGER: ls_div32((float)1.0, ls_sqrt32(v))));
+      predicate ls_ln32_r(float r, float v);
+      axiom ls_ln32_r_intro: \forall float v;
+        ls_ln32_r(ls_div32((float)1.0, (TRIGGER: ls_sqrt32_ret(v))), v);
+      axiom ls_ln32_r_open: \forall float r, v;
+        (TRIGGER: ls_ln32_r(r, v)) ==>
+          ls_same32(r, (TRIGGER: ls_ln32_rv(v)));
+    }
+*/
+
 /*@ requires n >= 1;
     requires \valid_read(x + (0 .. n - 1));
     requires \valid_read(g + (0 .. n - 1));
@@ -501,6 +522,8 @@ void ls_layernorm32(const float* x, const float* g, const float* b, int n,
   /*@ for order: assert ln32_out_ord: \forall integer i; 0 <= i < n ==>
         ls_same32(y[i], ls_ln32_o(\at(y[i], Out), r, \at(g[i], Sum),
                                   \at(b[i], Sum))); */
+  /*@ for order: assert ln32_r:
+        ls_same32(r, ls_ln32_rv(ls_add32(var, (float)0x1.4f8b58p-17))); */
   /*@ for order: assert ln32_mean_ord: ls_same32(mean,
         ls_div32(ls_sum32_val{Pre}((float*)x, n), (float)n)); */
   /*@ for order: assert ln32_var_ord: ls_same32(var,

@@ -853,6 +853,47 @@ static double ls_sum64(const double* x, int n) {
     }
 */
 
+/* ls_ln64_rv(v) is 1 / sqrt(v) (§2.3 step 5, v = var + eps), each
+ * operation one rounded binary64 operation; ls_ln64_r(r, v) says r ==
+ * ls_ln64_rv(v), opaque, so that the last loop's goals hold no binary64
+ * division or square root in an equation (cvc5 word-blasts them: 1.3 to
+ * 1.9 s more CPU on that loop's invariant and address goals with r's
+ * definition there). r is in that loop's loop assigns (the loop does not
+ * write it) with the invariant ls_ln64_r(r, var + eps), which pins r's
+ * value: ls_ln64_r_intro (triggered by the square root call's value,
+ * proofs/sqrt_contracts.h) gives it for the computed r, and ls_ln64_r_open
+ * turns it into the equality only in a goal that names ls_ln64_rv (the
+ * assertion ln64_r, after the last loop; behavior bounded has the same
+ * invariant as ln64_rkb). The axioms are a definition: ls_ln64_r(r, v) is
+ * r == ls_ln64_rv(v). */
+/*@ axiomatic LsLn64R {
+      logic double ls_ln64_rv(double v);
+      axiom ls_ln64_rv_def: \forall double v;
+        ls_same64((TRIGGER: ls_ln64_rv(v)),
+                  (TRIGGER: ls_div64((double)1.0, ls_sqrt64(v))));
+      predicate ls_ln64_r(double r, double v);
+      axiom ls_ln64_r_intro: \forall double v;
+        ls_ln64_r(ls_div64((double)1.0, (TRIGGER: ls_sqrt64_ret(v))), v);
+      axiom ls_ln64_r_open: \forall double r, v;
+        (TRIGGER: ls_ln64_r(r, v)) ==>
+          ls_same64(r, (TRIGGER: ls_ln64_rv(v)));
+    }
+*/
+/* Behavior bounded: r = 1 / sqrt(v) is finite, with 2^-23 <= r <= 2^9,
+ * for the range of v = var + eps that ls_veps64 proves, a Gappa fact
+ * (proofs/gappa/ln64_rsqrt.g; ls_ln64_r(r, v) is r == ls_ln64_rv(v), the
+ * binary64 1 / sqrt(v)). Its premises are in the form of LayerNorm's
+ * assertions ls_ln64_veps and ls_ln64_vpos and of the invariant ln64_rkb,
+ * so that the goal that uses it is a match (stated on ls_ln64_rv(v)
+ * instead, z3 ran out of memory on it and cvc5 took 3.2 s). */
+/*@ ghost
+  /@ assigns \nothing;
+     ensures \is_finite(v) && \abs(v) <= 0x1p44 + 0x1p9 && 0x1p-17 <= v &&
+       ls_ln64_r(r, v) ==> \is_finite(r) && 0x1p-23 <= r <= 0x1p9;
+  @/
+  void ls_rsqrt64(double v, double r) {}
+*/
+
 /*@ requires n >= 1;
     requires \valid_read(x + (0 .. n - 1));
     requires \valid_read(g + (0 .. n - 1));
@@ -925,6 +966,10 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
         ls_same64(y[j], j < k ? ls_ln64_o(\at(y[j], LoopEntry), r,
                                           \at(g[j], Pre), \at(b[j], Pre))
                               : \at(y[j], LoopEntry));
+      for order: loop invariant ln64_rk:
+        ls_ln64_r(r, ls_add64(var, (double)0x1.4f8b588e368f1p-17));
+      for bounded: loop invariant ln64_rkb:
+        ls_ln64_r(r, ls_add64(var, (double)0x1.4f8b588e368f1p-17));
       loop assigns k, r, y[0 .. n - 1];
       loop variant n - k;
   */
@@ -945,6 +990,9 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
   /*@ for order: assert ln64_out_ord: \forall integer i; 0 <= i < n ==>
         ls_same64(y[i], ls_ln64_o(\at(y[i], Out), r, \at(g[i], Pre),
                                   \at(b[i], Pre))); */
+  /*@ for order: assert ln64_r:
+        ls_same64(r, ls_ln64_rv(ls_add64(var, (double)0x1.4f8b588e368f1p-17)));
+  */
   /*@ ghost ls_ln64_mean(sum, n); */
   /*@ for bounded: assert ls_ln64_mean:
         \is_finite(mean) && \abs(mean) <= 0x1p20 + 0x1p-14; */
@@ -958,6 +1006,9 @@ void ls_layernorm64(const double* x, const double* g, const double* b, int n,
           0x1p44 + 0x1p9; */
   /*@ for bounded: assert ls_ln64_vpos:
         0x1p-17 <= ls_add64(var, (double)0x1.4f8b588e368f1p-17); */
+  /*@ ghost ls_rsqrt64(var + 0x1.4f8b588e368f1p-17, r); */
+  /*@ for bounded: assert ls_ln64_rb:
+        \is_finite(r) && 0x1p-23 <= r <= 0x1p9; */
   /*@ for order: assert ln64_mean_ord: ls_same64(mean,
         ls_div64(ls_sum64_val{Pre}((double*)x, n), (double)n)); */
   /*@ for order: assert ln64_var_ord: ls_same64(var,

@@ -165,8 +165,12 @@ for f in "${fcts[@]}"; do
   # -warn-special-float none: IEEE infinities and NaN are values, not
   # undefined behaviour (docs/arithmetic.md §3.4 defines them); the float
   # to int conversion, signed overflow and memory accesses are guarded.
+  # proofs/sqrt_contracts.h (Frama-C's preprocessor only) gives
+  # __builtin_sqrt and __builtin_sqrtf their IEEE contracts.
   HOME="$work" WHY3CONFIG="$work/why3.conf" FRAMAC_WP_CACHE=none \
-    frama-c -machdep gcc_x86_64 -cpp-extra-args="-I$root/core" "${sources[@]}" \
+    frama-c -machdep gcc_x86_64 \
+    -cpp-extra-args="-I$root/core -include $here/sqrt_contracts.h" \
+    "${sources[@]}" \
     -warn-special-float none -warn-signed-downcast \
     -wp -wp-rte -wp-driver "$here/lockstep.driver" -wp-model Typed+float \
     -wp-prover "$(provers_of "$f")" -wp-timeout "$timeout" -wp-par "$jobs" \
