@@ -370,7 +370,9 @@ void ls_matvec32_finish(const float* partial, const float* b, int blocks,
     /*@ assert \valid(y + o) && (b == \null || \valid_read(b + o)); */
     /*@ for order: assert \let e = o;
           b != \null ==> ls_sep32_at(y, n_out, (float*)b, e); */
-    /*@ for order: assert \let e = o;
+    /*@ for order: assert fin_bsep: b != \null ==>
+          \separated(b + o, y + (o0 .. n_out - 1)); */
+    /*@ for order: assert fin_b0: \let e = o;
           b != \null ==> ls_same32(b[e], \at(b[e], Pre)); */
     float s;
     if (blocks == 16) {
@@ -397,7 +399,9 @@ void ls_matvec32_finish(const float* partial, const float* b, int blocks,
         /*@ assert \valid_read(partial + (blk * n_out + o)); */
         /*@ for order: assert \let c = blk * n_out + o;
               ls_sep32_at(y, n_out, (float*)partial, c); */
-        /*@ for order: assert \let c = blk * n_out + o;
+        /*@ for order: assert fin_psep: \let c = blk * n_out + o;
+              \separated(partial + c, y + (o0 .. n_out - 1)); */
+        /*@ for order: assert fin_p16: \let c = blk * n_out + o;
               ls_same32(partial[c], \at(partial[c], Pre)); */
         t[blk] = partial[(long)blk * n_out + o];
         /*@ for order: assert fin_tc:
@@ -472,7 +476,9 @@ void ls_matvec32_finish(const float* partial, const float* b, int blocks,
         for (int once = 0; once < 1; ++once) {
           /@ for order: assert \let c = o;
                ls_sep32_at(y, n_out, (float*)partial, c); @/
-          /@ for order: assert \let c = o;
+          /@ for order: assert fin_psep1:
+               \separated(partial + o, y + (o0 .. n_out - 1)); @/
+          /@ for order: assert fin_p1: \let c = o;
                ls_same32(partial[c], \at(partial[c], Pre)); @/
           /@ for order: assert ls_same32(partial[o],
                ls_fin32_s{Pre}((float*)partial, blocks, n_out, o)); @/
