@@ -63,7 +63,8 @@ done
 # Per-unit default orders (docs/proofs.md, "Run time"): units whose value
 # goals z3 does not prove in 10 s and cvc5 proves fast try cvc5 first.
 default_unit_provers=(ls_tanh64=cvc5,z3 ls_tanh32=cvc5,z3 ls_gelu32=cvc5,z3
-  ls_dot64=cvc5,z3 ls_tiny_logits_checked=cvc5,z3 ls_matvec64=cvc5,z3)
+  ls_dot64=cvc5,z3 ls_tiny_logits_checked=cvc5,z3 ls_matvec64=cvc5,z3
+  ls_matvec32_finish=cvc5,z3)
 if [ "$provers_given" = 0 ]; then
   unit_provers=("${default_unit_provers[@]}" "${unit_provers[@]}")
 fi
