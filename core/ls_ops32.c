@@ -214,15 +214,15 @@ float ls_dot32(const float* x, const float* w, int n, int stride) {
     }
 */
 
-/* ACSL (docs/proofs.md): ls_sep32_at is ls_sep_at32 (below) for the
- * products, declared here so that their contracts can name it: y[0 .. n-1]
- * is separated from the cell p[i], a predicate of the cell, so that a
+/* ACSL (docs/proofs.md): ls_sep_at32 is ls_sep_at (ls_ops64.c) for
+ * binary32 cells, used by the products and LayerNorm: y[0 .. n-1] is
+ * separated from the cell p[i], a predicate of the cell, so that a
  * separation assumed for every cell is unfolded only at the cells a goal
  * names. ls_fin32(p, b, blocks, n_out, o) is output o of
  * ls_matvec32_finish over the partial sums p: the halving tree over
  * p[blk * n_out + o], blk = 0 .. 15 (blocks == 16) or p[o] (blocks == 1),
  * plus b[o] when b is not NULL. */
-/*@ predicate ls_sep32_at{L}(float* y, integer n, float* p, integer i) =
+/*@ predicate ls_sep_at32{L}(float* y, integer n, float* p, integer i) =
       \separated(y + (0 .. n - 1), p + i);
     predicate ls_tcell32{L1, L2}(float* t, float* p, integer n_out,
                                  integer o, integer j) =
@@ -349,9 +349,9 @@ void ls_matmul32(const float* x, int n, const float* w, const float* b,
     assigns y[o0 .. n_out - 1];
     behavior order:
       assumes \forall integer i; 0 <= i < blocks * n_out ==>
-        ls_sep32_at(y, n_out, (float*)partial, i);
+        ls_sep_at32(y, n_out, (float*)partial, i);
       assumes b == \null || \forall integer e; 0 <= e < n_out ==>
-        ls_sep32_at(y, n_out, (float*)b, e);
+        ls_sep_at32(y, n_out, (float*)b, e);
       ensures \forall integer e; o0 <= e < n_out ==>
         ls_same32(y[e], ls_fin32{Pre}((float*)partial, (float*)b, blocks,
                                       n_out, e));
@@ -371,10 +371,10 @@ void ls_matvec32_finish(const float* partial, const float* b, int blocks,
   for (int o = o0; o < n_out; ++o) {
     /*@ assert \valid(y + o) && (b == \null || \valid_read(b + o)); */
     /*@ for order: assert \let e = o;
-          b != \null ==> ls_sep32_at(y, n_out, (float*)b, e); */
+          b != \null ==> ls_sep_at32(y, n_out, (float*)b, e); */
     /* The separation from the range that the loop havocs, y[o0 ..
      * n_out-1], first: then cvc5 proves the frame of b[o] in 0.1 s (it
-     * took 4.9 s from ls_sep32_at alone); the same for partial's cells.
+     * took 4.9 s from ls_sep_at32 alone); the same for partial's cells.
      * partial[o]'s is stated here, where it has fewer hypotheses than in
      * the blocks == 1 branch (cvc5 1.7 s here, 5.5 s there). */
     /*@ for order: assert fin_bsep: b != \null ==>
@@ -382,7 +382,7 @@ void ls_matvec32_finish(const float* partial, const float* b, int blocks,
     /*@ for order: assert fin_b0: \let e = o;
           b != \null ==> ls_same32(b[e], \at(b[e], Pre)); */
     /*@ for order: assert \let c = o;
-          ls_sep32_at(y, n_out, (float*)partial, c); */
+          ls_sep_at32(y, n_out, (float*)partial, c); */
     /*@ for order: assert fin_psep1:
           \separated(partial + o, y + (o0 .. n_out - 1)); */
     float s;
@@ -412,7 +412,7 @@ void ls_matvec32_finish(const float* partial, const float* b, int blocks,
         /*@ ghost ls_row(blk, 16, n_out); */
         /*@ assert \valid_read(partial + (blk * n_out + o)); */
         /*@ for order: assert \let c = blk * n_out + o;
-              ls_sep32_at(y, n_out, (float*)partial, c); */
+              ls_sep_at32(y, n_out, (float*)partial, c); */
         /*@ for order: assert fin_psep: \let c = blk * n_out + o;
               \separated(partial + c, y + (o0 .. n_out - 1)); */
         /*@ for order: assert fin_p16: \let c = blk * n_out + o;
@@ -590,7 +590,7 @@ void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
  * is the deviation x[i] - s / d, ls_ln32_o(d, r, g, b) the output (d * r)
  * * g + b, each operation one rounded binary32 operation, their
  * definitions triggered by the function together with the operations'
- * term; ls_sep_at32 is ls_sep_at for binary32 cells. */
+ * term (ls_sep_at32 is declared before the products). */
 /*@ logic float ls_sum32_val{L}(float* x, integer n) =
       n > 0 && n % 16 == 0 ? ls_sum32_tree(x, n / 16)
                            : ls_seq_sum32(x, 0, n);
@@ -598,8 +598,6 @@ void ls_rowdots32(const float* x, const float* m, int n, int n_rows, float* y) {
                                 integer stride) =
       n > 0 && n % 16 == 0 ? ls_dot32_tree(x, w, stride, n / 16)
                            : ls_seq_dot32(x, w, stride, 0, n);
-    predicate ls_sep_at32{L}(float* y, integer n, float* p, integer i) =
-      \separated(y + (0 .. n - 1), p + i);
 */
 /*@ axiomatic LsLn32 {
       logic float ls_ln32_d{L}(float* x, float s, float d, integer i)
